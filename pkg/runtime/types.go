@@ -1,0 +1,146 @@
+// Package runtime holds nodelet's model of what actually runs on the node:
+// sandboxes and containers as observed from the container runtime, grouped by
+// pod, independent of CRI wire types. Decisions (what to start, kill, restart)
+// are made over these types; the CRI client in runtime/cri produces them.
+package runtime
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ContainerState is the lifecycle state of one container instance.
+type ContainerState string
+
+const (
+	ContainerStateCreated ContainerState = "created"
+	ContainerStateRunning ContainerState = "running"
+	ContainerStateExited  ContainerState = "exited"
+	ContainerStateUnknown ContainerState = "unknown"
+)
+
+// SandboxState is the state of a pod sandbox.
+type SandboxState string
+
+const (
+	SandboxStateReady    SandboxState = "ready"
+	SandboxStateNotReady SandboxState = "notready"
+)
+
+// ContainerStatus is one container instance as the runtime reports it, with
+// the identity nodelet stamped on it when it was created.
+type ContainerStatus struct {
+	ID           string
+	Name         string // the container's name in the pod spec
+	State        ContainerState
+	CreatedAt    time.Time
+	StartedAt    time.Time
+	FinishedAt   time.Time
+	ExitCode     int32
+	Reason       string
+	Message      string
+	Image        string // image as requested in the spec
+	ImageRef     string // resolved image ID / digest
+	Hash         uint64 // spec hash at creation, see HashContainer
+	RestartCount int    // attempt number: 0 for the first instance
+	SandboxID    string
+	LogPath      string
+}
+
+// SandboxStatus is one pod sandbox instance.
+type SandboxStatus struct {
+	ID          string
+	State       SandboxState
+	CreatedAt   time.Time
+	Attempt     uint32
+	IP          string
+	IPs         []string
+	HostNetwork bool
+}
+
+// PodStatus is everything the runtime has for one pod UID.
+type PodStatus struct {
+	UID       types.UID
+	Name      string
+	Namespace string
+	// Sandboxes newest first.
+	Sandboxes []*SandboxStatus
+	// Containers newest first: for each name, the first entry is the latest
+	// instance.
+	Containers []*ContainerStatus
+}
+
+// LatestSandbox returns the newest sandbox, or nil.
+func (s *PodStatus) LatestSandbox() *SandboxStatus {
+	if s == nil || len(s.Sandboxes) == 0 {
+		return nil
+	}
+	return s.Sandboxes[0]
+}
+
+// LatestContainer returns the newest instance of the named container, or nil.
+func (s *PodStatus) LatestContainer(name string) *ContainerStatus {
+	if s == nil {
+		return nil
+	}
+	for _, c := range s.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// PodIP returns the IP of the newest ready sandbox, or "".
+func (s *PodStatus) PodIP() string {
+	if sb := s.LatestSandbox(); sb != nil && sb.State == SandboxStateReady {
+		return sb.IP
+	}
+	return ""
+}
+
+// Pod is a pod as found in the runtime, for housekeeping and relisting: only
+// the identity and the IDs of what exists.
+type Pod struct {
+	UID        types.UID
+	Name       string
+	Namespace  string
+	Sandboxes  []SandboxRef
+	Containers []ContainerRef
+}
+
+// SandboxRef identifies a sandbox and its state.
+type SandboxRef struct {
+	ID    string
+	State SandboxState
+}
+
+// ContainerRef identifies a container instance and its state.
+type ContainerRef struct {
+	ID        string
+	Name      string
+	State     ContainerState
+	SandboxID string
+	CreatedAt time.Time
+}
+
+// ContainerWaiting explains why a container is not running yet, as shown in
+// its waiting state (ErrImagePull, ImagePullBackOff, CrashLoopBackOff,
+// CreateContainerError, ...).
+type ContainerWaiting struct {
+	Reason  string
+	Message string
+}
+
+// SyncResult is what one pass of bringing a pod to its spec did and learned.
+type SyncResult struct {
+	// Waiting holds, per container name, why it is not running, when known.
+	Waiting map[string]ContainerWaiting
+	// RetryAfter, when > 0, asks the worker to sync the pod again after that
+	// long (crash-loop or image-pull backoff expiring), without waiting for
+	// the periodic resync.
+	RetryAfter time.Duration
+	// Err is the first error that stopped the pass.
+	Err error
+}
