@@ -1,0 +1,42 @@
+# Entry points. Scripts under hack/ do the work; see README.md.
+STATE ?= $(CURDIR)/_state
+
+.PHONY: build run test unit e2e bench runtime-up runtime-down tools cluster-up cluster-down fuzz
+
+build:
+	go build -o _output/bin/nodelet ./cmd/nodelet
+
+# Sets up containerd and runs nodelet standalone on examples/manifests.
+run:
+	bash hack/run-standalone.sh
+
+# Sets up everything and runs every test (unit + end-to-end). .ci/run calls this.
+test:
+	bash hack/test.sh
+
+unit:
+	go test ./...
+
+e2e:
+	bash hack/test.sh e2e
+
+bench:
+	bash hack/bench.sh
+
+runtime-up:
+	bash hack/runtime-up.sh $(STATE)/runtime
+
+runtime-down:
+	bash hack/runtime-down.sh $(STATE)/runtime
+
+tools:
+	bash hack/build-tools.sh
+
+cluster-up:
+	bash hack/cluster-up.sh $(STATE)/cluster
+
+cluster-down:
+	bash hack/cluster-down.sh $(STATE)/cluster
+
+fuzz:
+	go test ./pkg/config -run '^$$' -fuzz FuzzDecodeManifest -fuzztime 30s
