@@ -103,9 +103,13 @@ func (s *PodStatus) PodIP() string {
 // Pod is a pod as found in the runtime, for housekeeping and relisting: only
 // the identity and the IDs of what exists.
 type Pod struct {
-	UID        types.UID
-	Name       string
-	Namespace  string
+	UID       types.UID
+	Name      string
+	Namespace string
+	// Source is the config source the pod came from, read back from the
+	// sandbox's kubernetes.io/config.source annotation; "" when unknown.
+	// Housekeeping only kills leftovers whose source is ready.
+	Source     string
 	Sandboxes  []SandboxRef
 	Containers []ContainerRef
 }
