@@ -1,0 +1,212 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+)
+
+func pod(uid, rv string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: uid, ResourceVersion: rv}}
+}
+
+func TestCoalesce(t *testing.T) {
+	tests := []struct {
+		name     string
+		old, new Work
+		wantType UpdateType
+		wantRV   string
+	}{
+		{"sync after update keeps update, newest pod", Work{Pod: pod("a", "1"), Type: Update}, Work{Pod: pod("a", "2"), Type: Sync}, Update, "2"},
+		{"update replaces sync", Work{Pod: pod("a", "1"), Type: Sync}, Work{Pod: pod("a", "2"), Type: Update}, Update, "2"},
+		{"kill wins over update", Work{Pod: pod("a", "1"), Type: Update}, Work{Pod: pod("a", "2"), Type: Kill}, Kill, "2"},
+		{"update does not cancel kill", Work{Pod: pod("a", "1"), Type: Kill}, Work{Pod: pod("a", "2"), Type: Update}, Kill, "2"},
+		{"re-create cancels kill", Work{Pod: pod("a", "1"), Type: Kill}, Work{Pod: pod("a", "2"), Type: Create}, Create, "2"},
+	}
+	for _, tc := range tests {
+		old, nw := tc.old, tc.new
+		got := coalesce(&old, &nw)
+		if got.Type != tc.wantType || got.Pod.ResourceVersion != tc.wantRV {
+			t.Errorf("%s: got %v rv %s, want %v rv %s", tc.name, got.Type, got.Pod.ResourceVersion, tc.wantType, tc.wantRV)
+		}
+	}
+	if got := coalesce(nil, &Work{Type: Sync}); got.Type != Sync {
+		t.Errorf("nil old: got %v", got.Type)
+	}
+}
+
+type recorder struct {
+	mu    sync.Mutex
+	calls []Work
+	ch    chan Work
+}
+
+func (r *recorder) sync(block map[types.UID]chan struct{}) SyncFunc {
+	return func(ctx context.Context, w Work) Result {
+		r.mu.Lock()
+		r.calls = append(r.calls, w)
+		r.mu.Unlock()
+		r.ch <- w
+		if c, ok := block[w.Pod.UID]; ok {
+			select {
+			case <-c:
+			case <-ctx.Done():
+			}
+		}
+		return Result{}
+	}
+}
+
+func recv(t *testing.T, ch chan Work) Work {
+	t.Helper()
+	select {
+	case w := <-ch:
+		return w
+	case <-time.After(5 * time.Second):
+		t.Fatal("no sync happened")
+	}
+	return Work{}
+}
+
+func TestSlowPodDoesNotBlockOthers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	r := &recorder{ch: make(chan Work, 10)}
+	ws := New(ctx, r.sync(map[types.UID]chan struct{}{"slow": release}), Options{ResyncPeriod: time.Hour})
+	ws.Update(Work{Pod: pod("slow", "1"), Type: Create})
+	recv(t, r.ch)
+	ws.Update(Work{Pod: pod("fast", "1"), Type: Create})
+	if w := recv(t, r.ch); w.Pod.UID != "fast" {
+		t.Fatalf("got sync of %s, want fast", w.Pod.UID)
+	}
+	close(release)
+	cancel()
+	ws.Wait()
+}
+
+func TestUpdatesCoalesceWhileSyncing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	r := &recorder{ch: make(chan Work, 10)}
+	ws := New(ctx, r.sync(map[types.UID]chan struct{}{"a": release}), Options{ResyncPeriod: time.Hour})
+	ws.Update(Work{Pod: pod("a", "1"), Type: Create})
+	recv(t, r.ch)
+	for i := 2; i <= 5; i++ {
+		ws.Update(Work{Pod: pod("a", string(rune('0'+i))), Type: Update})
+	}
+	release <- struct{}{} // first sync returns
+	w := recv(t, r.ch)
+	if w.Pod.ResourceVersion != "5" {
+		t.Fatalf("coalesced sync got rv %s, want 5", w.Pod.ResourceVersion)
+	}
+	close(release)
+	select {
+	case w := <-r.ch:
+		t.Fatalf("unexpected extra sync %v", w.Pod.ResourceVersion)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	ws.Wait()
+}
+
+func TestKillForgetEndsWorkerAndKilledPodStaysDown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &recorder{ch: make(chan Work, 10)}
+	forgotten := make(chan types.UID, 1)
+	ws := New(ctx, r.sync(nil), Options{ResyncPeriod: time.Hour, OnForgotten: func(uid types.UID) { forgotten <- uid }})
+
+	ws.Update(Work{Pod: pod("a", "1"), Type: Create})
+	recv(t, r.ch)
+	ws.Update(Work{Pod: pod("a", "1"), Type: Kill})
+	recv(t, r.ch)
+	ws.Update(Work{Pod: pod("a", "1"), Type: Sync})
+	select {
+	case w := <-r.ch:
+		t.Fatalf("killed pod was synced again: %v", w.Type)
+	case <-time.After(100 * time.Millisecond):
+	}
+	ws.Update(Work{Pod: pod("a", "1"), Type: Kill, Forget: true})
+	recv(t, r.ch)
+	select {
+	case uid := <-forgotten:
+		if uid != "a" {
+			t.Fatalf("forgot %s", uid)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("worker not forgotten")
+	}
+	if ws.Has("a") {
+		t.Fatal("worker still registered")
+	}
+	// The same UID coming back gets a fresh worker.
+	ws.Update(Work{Pod: pod("a", "2"), Type: Create})
+	if w := recv(t, r.ch); w.Type != Create {
+		t.Fatalf("got %v, want create", w.Type)
+	}
+	cancel()
+	ws.Wait()
+}
+
+func TestRetryAfterResyncs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := make(chan Work, 10)
+	n := 0
+	ws := New(ctx, func(ctx context.Context, w Work) Result {
+		n++
+		ch <- w
+		if n == 1 {
+			return Result{RetryAfter: 10 * time.Millisecond}
+		}
+		return Result{}
+	}, Options{ResyncPeriod: time.Hour})
+	ws.Update(Work{Pod: pod("a", "1"), Type: Create})
+	recv(t, ch)
+	if w := recv(t, ch); w.Type != Sync || w.Pod.ResourceVersion != "1" {
+		t.Fatalf("retry got %v rv %s", w.Type, w.Pod.ResourceVersion)
+	}
+	cancel()
+	ws.Wait()
+}
+
+func TestKillerRunsKillsInParallelOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	started := make(chan types.UID, 10)
+	k := NewKiller(ctx, func(ctx context.Context, p *runtime.Pod) error {
+		started <- p.UID
+		<-release
+		return nil
+	})
+	k.Kill(&runtime.Pod{UID: "slow"})
+	k.Kill(&runtime.Pod{UID: "slow"}) // deduplicated
+	k.Kill(&runtime.Pod{UID: "other"})
+	got := map[types.UID]bool{}
+	for range 2 {
+		select {
+		case uid := <-started:
+			got[uid] = true
+		case <-time.After(5 * time.Second):
+			t.Fatal("kill did not start")
+		}
+	}
+	if !got["slow"] || !got["other"] || !k.Killing("slow") {
+		t.Fatalf("got %v", got)
+	}
+	close(release)
+	k.Wait()
+	if k.Killing("slow") || len(started) != 0 {
+		t.Fatalf("duplicate or unfinished kills")
+	}
+}
