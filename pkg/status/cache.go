@@ -1,0 +1,40 @@
+package status
+
+import (
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Cache holds the latest generated status of every pod on the node. Workers
+// write it; /pods and the API status sync read it.
+type Cache struct {
+	mu       sync.RWMutex
+	statuses map[types.UID]v1.PodStatus
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache { return &Cache{statuses: map[types.UID]v1.PodStatus{}} }
+
+// Get returns the status of uid.
+func (c *Cache) Get(uid types.UID) (v1.PodStatus, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s, ok := c.statuses[uid]
+	return s, ok
+}
+
+// Set stores the status of uid.
+func (c *Cache) Set(uid types.UID, s v1.PodStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.statuses[uid] = s
+}
+
+// Delete forgets uid.
+func (c *Cache) Delete(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.statuses, uid)
+}

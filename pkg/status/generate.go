@@ -1,0 +1,312 @@
+// Package status turns what the runtime reports about a pod into the pod's
+// API status (phase, conditions, container statuses, IPs) and keeps the
+// latest status of every pod in a Cache that /pods and the API status sync
+// read. Generation is a pure function of its Input.
+package status
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+)
+
+// Input is everything Generate looks at.
+type Input struct {
+	Pod     *v1.Pod
+	Runtime *runtime.PodStatus
+	// Waiting carries why containers are not running, from the last sync.
+	Waiting map[string]runtime.ContainerWaiting
+	// Previous is the last status generated for this pod, if any: start time
+	// and condition transition times carry over from it.
+	Previous *v1.PodStatus
+	HostIP   string
+	// RuntimeName prefixes container IDs ("containerd://<id>").
+	RuntimeName string
+	Now         time.Time
+}
+
+// Generate returns the pod status for in.
+func Generate(in Input) v1.PodStatus {
+	pod := in.Pod
+	now := metav1.NewTime(in.Now)
+	s := v1.PodStatus{
+		HostIP:   in.HostIP,
+		QOSClass: QOSClass(pod),
+	}
+	if in.HostIP != "" {
+		s.HostIPs = []v1.HostIP{{IP: in.HostIP}}
+	}
+	if in.Previous != nil && in.Previous.StartTime != nil {
+		s.StartTime = in.Previous.StartTime
+	} else {
+		s.StartTime = &now
+	}
+	ip := in.Runtime.PodIP()
+	if pod.Spec.HostNetwork {
+		ip = in.HostIP
+	}
+	if ip != "" {
+		s.PodIP = ip
+		s.PodIPs = []v1.PodIP{{IP: ip}}
+	}
+
+	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, in)
+	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, in)
+	s.Phase = phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
+	if in.Previous != nil && (in.Previous.Phase == v1.PodSucceeded || in.Previous.Phase == v1.PodFailed) {
+		// A pod never leaves a terminal phase.
+		s.Phase = in.Previous.Phase
+	}
+
+	sandboxReady := in.Runtime.LatestSandbox() != nil && in.Runtime.LatestSandbox().State == runtime.SandboxStateReady
+	initDone := initialized(pod, s.InitContainerStatuses)
+	containersReady := allReady(s.ContainerStatuses)
+	s.Conditions = []v1.PodCondition{
+		condition(v1.PodReadyToStartContainers, sandboxReady, "", in.Previous, now),
+		condition(v1.PodInitialized, initDone, "ContainersNotInitialized", in.Previous, now),
+		condition(v1.ContainersReady, containersReady, "ContainersNotReady", in.Previous, now),
+		condition(v1.PodReady, containersReady, "ContainersNotReady", in.Previous, now),
+		condition(v1.PodScheduled, true, "", in.Previous, now),
+	}
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		if c.Status == v1.ConditionFalse && c.Reason != "" {
+			c.Message = notReadyMessage(c.Reason, s)
+		}
+	}
+	return s
+}
+
+func containerStatuses(specs []v1.Container, in Input) []v1.ContainerStatus {
+	if len(specs) == 0 {
+		return nil
+	}
+	out := make([]v1.ContainerStatus, 0, len(specs))
+	for _, c := range specs {
+		out = append(out, containerStatus(c, in))
+	}
+	return out
+}
+
+func containerStatus(c v1.Container, in Input) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	var latest, previous *runtime.ContainerStatus
+	if in.Runtime != nil {
+		for _, rc := range in.Runtime.Containers {
+			if rc.Name != c.Name {
+				continue
+			}
+			if latest == nil {
+				latest = rc
+			} else if previous == nil {
+				previous = rc
+				break
+			}
+		}
+	}
+	waiting, hasWaiting := in.Waiting[c.Name]
+
+	if latest == nil {
+		reason := "ContainerCreating"
+		var msg string
+		if hasWaiting {
+			reason, msg = waiting.Reason, waiting.Message
+		}
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason, Message: msg}
+		return cs
+	}
+
+	cs.ContainerID = containerID(in.RuntimeName, latest.ID)
+	cs.ImageID = latest.ImageRef
+	if latest.Image != "" {
+		cs.Image = latest.Image
+	}
+	cs.RestartCount = int32(latest.RestartCount)
+	if previous != nil && previous.State == runtime.ContainerStateExited {
+		cs.LastTerminationState.Terminated = terminated(in.RuntimeName, previous)
+	}
+
+	switch latest.State {
+	case runtime.ContainerStateRunning:
+		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(latest.StartedAt)}
+		cs.Ready = true
+		started := true
+		cs.Started = &started
+	case runtime.ContainerStateExited:
+		started := false
+		cs.Started = &started
+		if hasWaiting {
+			// About to be restarted (or backing off): waiting now, and the
+			// instance that exited is the last termination.
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waiting.Reason, Message: waiting.Message}
+			cs.LastTerminationState.Terminated = terminated(in.RuntimeName, latest)
+		} else {
+			cs.State.Terminated = terminated(in.RuntimeName, latest)
+		}
+	default:
+		started := false
+		cs.Started = &started
+		reason := "ContainerCreating"
+		var msg string
+		if hasWaiting {
+			reason, msg = waiting.Reason, waiting.Message
+		}
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason, Message: msg}
+	}
+	return cs
+}
+
+func terminated(runtimeName string, c *runtime.ContainerStatus) *v1.ContainerStateTerminated {
+	reason := c.Reason
+	if reason == "" {
+		reason = "Completed"
+		if c.ExitCode != 0 {
+			reason = "Error"
+		}
+	}
+	return &v1.ContainerStateTerminated{
+		ExitCode:    c.ExitCode,
+		Reason:      reason,
+		Message:     c.Message,
+		StartedAt:   metav1.NewTime(c.StartedAt),
+		FinishedAt:  metav1.NewTime(c.FinishedAt),
+		ContainerID: containerID(runtimeName, c.ID),
+	}
+}
+
+func containerID(runtimeName, id string) string {
+	if runtimeName == "" {
+		runtimeName = "containerd"
+	}
+	return runtimeName + "://" + id
+}
+
+// phase follows the API's pod lifecycle: Pending until every container has
+// started once, Running while any runs or will be restarted, Succeeded or
+// Failed once all have terminated for good.
+func phase(pod *v1.Pod, inits, containers []v1.ContainerStatus) v1.PodPhase {
+	policy := pod.Spec.RestartPolicy
+	for i, st := range inits {
+		if isRestartableInit(pod.Spec.InitContainers[i]) {
+			continue
+		}
+		if t := st.State.Terminated; t != nil && t.ExitCode == 0 {
+			continue
+		}
+		if t := st.State.Terminated; t != nil && policy == v1.RestartPolicyNever {
+			return v1.PodFailed
+		}
+		if st.LastTerminationState.Terminated != nil && policy == v1.RestartPolicyNever {
+			return v1.PodFailed
+		}
+		return v1.PodPending
+	}
+
+	var waiting, running, stopped, succeeded, failed int
+	for _, st := range containers {
+		switch {
+		case st.State.Running != nil:
+			running++
+		case st.State.Terminated != nil:
+			stopped++
+			if st.State.Terminated.ExitCode == 0 {
+				succeeded++
+			} else {
+				failed++
+			}
+		case st.State.Waiting != nil:
+			if t := st.LastTerminationState.Terminated; t != nil {
+				stopped++
+				if t.ExitCode == 0 {
+					succeeded++
+				} else {
+					failed++
+				}
+			} else {
+				waiting++
+			}
+		}
+	}
+	switch {
+	case waiting > 0:
+		return v1.PodPending
+	case running > 0:
+		return v1.PodRunning
+	case stopped > 0:
+		switch {
+		case policy == v1.RestartPolicyAlways:
+			return v1.PodRunning
+		case stopped == succeeded:
+			return v1.PodSucceeded
+		case policy == v1.RestartPolicyOnFailure:
+			return v1.PodRunning
+		default:
+			return v1.PodFailed
+		}
+	}
+	return v1.PodPending
+}
+
+func isRestartableInit(c v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// initialized: every init container succeeded, or, for a restartable
+// (sidecar) init container, is running.
+func initialized(pod *v1.Pod, inits []v1.ContainerStatus) bool {
+	for i, st := range inits {
+		if isRestartableInit(pod.Spec.InitContainers[i]) && st.State.Running != nil {
+			continue
+		}
+		if t := st.State.Terminated; t == nil || t.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func allReady(cs []v1.ContainerStatus) bool {
+	for _, st := range cs {
+		if !st.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+func condition(t v1.PodConditionType, ok bool, reason string, prev *v1.PodStatus, now metav1.Time) v1.PodCondition {
+	c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, LastTransitionTime: now}
+	if ok {
+		c.Status = v1.ConditionTrue
+	} else {
+		c.Reason = reason
+	}
+	if prev != nil {
+		for _, pc := range prev.Conditions {
+			if pc.Type == t && pc.Status == c.Status {
+				c.LastTransitionTime = pc.LastTransitionTime
+			}
+		}
+	}
+	return c
+}
+
+func notReadyMessage(reason string, s v1.PodStatus) string {
+	list := s.ContainerStatuses
+	kind := "containers"
+	if reason == "ContainersNotInitialized" {
+		list = s.InitContainerStatuses
+		kind = "init containers"
+	}
+	var names []string
+	for _, st := range list {
+		if !st.Ready && (reason != "ContainersNotInitialized" || st.State.Terminated == nil || st.State.Terminated.ExitCode != 0) {
+			names = append(names, st.Name)
+		}
+	}
+	return fmt.Sprintf("%s with unready status: %v", kind, names)
+}

@@ -1,0 +1,156 @@
+package status
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func specPod(policy v1.RestartPolicy, names ...string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+	p.Spec.RestartPolicy = policy
+	for _, n := range names {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: n, Image: "busybox"})
+	}
+	return p
+}
+
+func running(name string, restarts int) *runtime.ContainerStatus {
+	return &runtime.ContainerStatus{ID: name + "-id", Name: name, State: runtime.ContainerStateRunning, StartedAt: t0, RestartCount: restarts}
+}
+
+func exited(name string, code int32, restarts int) *runtime.ContainerStatus {
+	return &runtime.ContainerStatus{ID: name + "-x", Name: name, State: runtime.ContainerStateExited, ExitCode: code, StartedAt: t0, FinishedAt: t0.Add(time.Second), RestartCount: restarts}
+}
+
+func readySandbox() []*runtime.SandboxStatus {
+	return []*runtime.SandboxStatus{{ID: "sb", State: runtime.SandboxStateReady, IP: "10.88.0.5"}}
+}
+
+func TestGeneratePhase(t *testing.T) {
+	tests := []struct {
+		name       string
+		pod        *v1.Pod
+		containers []*runtime.ContainerStatus
+		waiting    map[string]runtime.ContainerWaiting
+		want       v1.PodPhase
+		wantReady  bool
+	}{
+		{"nothing yet", specPod(v1.RestartPolicyAlways, "a"), nil, nil, v1.PodPending, false},
+		{"all running", specPod(v1.RestartPolicyAlways, "a", "b"), []*runtime.ContainerStatus{running("a", 0), running("b", 0)}, nil, v1.PodRunning, true},
+		{"one not started", specPod(v1.RestartPolicyAlways, "a", "b"), []*runtime.ContainerStatus{running("a", 0)}, nil, v1.PodPending, false},
+		{"never: all succeeded", specPod(v1.RestartPolicyNever, "a"), []*runtime.ContainerStatus{exited("a", 0, 0)}, nil, v1.PodSucceeded, false},
+		{"never: one failed", specPod(v1.RestartPolicyNever, "a", "b"), []*runtime.ContainerStatus{exited("a", 0, 0), exited("b", 1, 0)}, nil, v1.PodFailed, false},
+		{"onfailure: failed restarts", specPod(v1.RestartPolicyOnFailure, "a"), []*runtime.ContainerStatus{exited("a", 1, 0)}, nil, v1.PodRunning, false},
+		{"onfailure: succeeded", specPod(v1.RestartPolicyOnFailure, "a"), []*runtime.ContainerStatus{exited("a", 0, 0)}, nil, v1.PodSucceeded, false},
+		{"always: exited stays running", specPod(v1.RestartPolicyAlways, "a"), []*runtime.ContainerStatus{exited("a", 0, 0)}, nil, v1.PodRunning, false},
+		{"crash loop waiting", specPod(v1.RestartPolicyAlways, "a"), []*runtime.ContainerStatus{exited("a", 1, 3)},
+			map[string]runtime.ContainerWaiting{"a": {Reason: "CrashLoopBackOff"}}, v1.PodRunning, false},
+		{"image pull error", specPod(v1.RestartPolicyAlways, "a"), nil,
+			map[string]runtime.ContainerWaiting{"a": {Reason: "ErrImagePull"}}, v1.PodPending, false},
+	}
+	for _, tc := range tests {
+		s := Generate(Input{Pod: tc.pod, Runtime: &runtime.PodStatus{Sandboxes: readySandbox(), Containers: tc.containers},
+			Waiting: tc.waiting, HostIP: "192.0.2.1", Now: t0})
+		if s.Phase != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, s.Phase, tc.want)
+		}
+		var ready bool
+		for _, c := range s.Conditions {
+			if c.Type == v1.PodReady {
+				ready = c.Status == v1.ConditionTrue
+			}
+		}
+		if ready != tc.wantReady {
+			t.Errorf("%s: ready %v, want %v", tc.name, ready, tc.wantReady)
+		}
+	}
+}
+
+func TestGenerateContainerStatus(t *testing.T) {
+	pod := specPod(v1.RestartPolicyAlways, "a")
+	rs := &runtime.PodStatus{Sandboxes: readySandbox(), Containers: []*runtime.ContainerStatus{
+		exited("a", 2, 1), exited("a", 1, 0),
+	}}
+	s := Generate(Input{Pod: pod, Runtime: rs, Now: t0,
+		Waiting: map[string]runtime.ContainerWaiting{"a": {Reason: "CrashLoopBackOff", Message: "back-off 10s"}}})
+	cs := s.ContainerStatuses[0]
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" {
+		t.Fatalf("state %+v", cs.State)
+	}
+	if cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 2 {
+		t.Fatalf("last state %+v", cs.LastTerminationState)
+	}
+	if cs.RestartCount != 1 || cs.ContainerID != "containerd://a-x" {
+		t.Fatalf("restart %d id %s", cs.RestartCount, cs.ContainerID)
+	}
+	if s.PodIP != "10.88.0.5" {
+		t.Fatalf("pod IP %q", s.PodIP)
+	}
+
+	// Without a waiting reason the exited instance is the current state and
+	// the one before it the last termination.
+	s = Generate(Input{Pod: pod, Runtime: rs, Now: t0})
+	cs = s.ContainerStatuses[0]
+	if cs.State.Terminated == nil || cs.State.Terminated.Reason != "Error" || cs.LastTerminationState.Terminated.ExitCode != 1 {
+		t.Fatalf("state %+v last %+v", cs.State, cs.LastTerminationState)
+	}
+}
+
+func TestGenerateKeepsStartTimeAndTransitions(t *testing.T) {
+	pod := specPod(v1.RestartPolicyAlways, "a")
+	rs := &runtime.PodStatus{Sandboxes: readySandbox(), Containers: []*runtime.ContainerStatus{running("a", 0)}}
+	first := Generate(Input{Pod: pod, Runtime: rs, Now: t0})
+	second := Generate(Input{Pod: pod, Runtime: rs, Previous: &first, Now: t0.Add(time.Minute)})
+	if !second.StartTime.Equal(first.StartTime) {
+		t.Fatalf("start time moved")
+	}
+	for i := range second.Conditions {
+		if !second.Conditions[i].LastTransitionTime.Equal(&first.Conditions[i].LastTransitionTime) {
+			t.Fatalf("condition %s transition moved", second.Conditions[i].Type)
+		}
+	}
+	pod.Spec.HostNetwork = true
+	s := Generate(Input{Pod: pod, Runtime: rs, HostIP: "192.0.2.1", Now: t0})
+	if s.PodIP != "192.0.2.1" {
+		t.Fatalf("host network pod IP %q", s.PodIP)
+	}
+	term := Generate(Input{Pod: pod, Runtime: rs, Previous: &v1.PodStatus{Phase: v1.PodSucceeded}, Now: t0})
+	if term.Phase != v1.PodSucceeded {
+		t.Fatalf("left terminal phase: %s", term.Phase)
+	}
+}
+
+func TestQOSClass(t *testing.T) {
+	q := func(s string) resource.Quantity { return resource.MustParse(s) }
+	guaranteed := v1.ResourceRequirements{
+		Limits:   v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi")},
+		Requests: v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi")},
+	}
+	burst := v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: q("100m")}}
+	tests := []struct {
+		res  []v1.ResourceRequirements
+		want v1.PodQOSClass
+	}{
+		{[]v1.ResourceRequirements{{}}, v1.PodQOSBestEffort},
+		{[]v1.ResourceRequirements{guaranteed}, v1.PodQOSGuaranteed},
+		{[]v1.ResourceRequirements{burst}, v1.PodQOSBurstable},
+		{[]v1.ResourceRequirements{guaranteed, {}}, v1.PodQOSBurstable},
+	}
+	for i, tc := range tests {
+		p := &v1.Pod{}
+		for _, r := range tc.res {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Resources: r})
+		}
+		if got := QOSClass(p); got != tc.want {
+			t.Errorf("%d: %s, want %s", i, got, tc.want)
+		}
+	}
+}
