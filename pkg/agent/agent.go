@@ -1,0 +1,215 @@
+// Package agent is nodelet's sync loop. It takes pod updates from the config
+// merger and runtime changes from the relister and turns each into work for
+// exactly the pods concerned; it tracks which sources have been seen, and its
+// housekeeping stops what runs on the node but is no longer wanted. It never
+// waits for a pod to sync or stop: that is the workers' and the killer's job.
+package agent
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/config"
+	"github.com/nodelet/nodelet/pkg/pod"
+	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/status"
+	"github.com/nodelet/nodelet/pkg/worker"
+)
+
+// PodRuntime is what the agent needs of the container runtime.
+type PodRuntime interface {
+	PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
+	SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus) runtime.SyncResult
+	KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, gracePeriod *int64) error
+	RemovePod(ctx context.Context, status *runtime.PodStatus) error
+}
+
+// Relister reports runtime changes and keeps the latest runtime listing.
+type Relister interface {
+	Run(ctx context.Context)
+	Changed() <-chan types.UID
+	Snapshot() []*runtime.Pod
+}
+
+// Housekeeper is periodic node-level cleanup run from housekeeping (container
+// garbage collection); wanted tells which pod UIDs must keep their data.
+type Housekeeper interface {
+	GarbageCollect(ctx context.Context, wanted func(types.UID) bool) error
+}
+
+// Config holds the agent's settings.
+type Config struct {
+	NodeName string
+	HostIP   string
+	// RuntimeName prefixes container IDs in statuses ("containerd").
+	RuntimeName        string
+	ResyncPeriod       time.Duration
+	HousekeepingPeriod time.Duration
+	// ContainerGCPeriod is how often Housekeeper runs (0: never).
+	ContainerGCPeriod time.Duration
+}
+
+// Agent owns the sync loop.
+type Agent struct {
+	cfg      Config
+	rt       PodRuntime
+	relister Relister
+	updates  <-chan config.PodUpdate
+	sources  sets.Set[string]
+	gc       Housekeeper
+
+	pods     *pod.Manager
+	statuses *status.Cache
+	workers  *worker.Workers
+	killer   *worker.Killer
+
+	mu   sync.Mutex
+	seen sets.Set[string] // sources whose first update the loop has processed
+}
+
+// New builds an agent. sources are the names registered with the merger whose
+// updates arrive on updates.
+func New(cfg Config, rt PodRuntime, relister Relister, updates <-chan config.PodUpdate, sources sets.Set[string], pods *pod.Manager, statuses *status.Cache) *Agent {
+	if cfg.HousekeepingPeriod <= 0 {
+		cfg.HousekeepingPeriod = 2 * time.Second
+	}
+	return &Agent{
+		cfg: cfg, rt: rt, relister: relister, updates: updates, sources: sources,
+		pods: pods, statuses: statuses, seen: sets.New[string](),
+	}
+}
+
+// SetHousekeeper adds container garbage collection to housekeeping.
+func (a *Agent) SetHousekeeper(h Housekeeper) { a.gc = h }
+
+// Run runs the loop until ctx is done, then waits for the workers to stop.
+// Containers keep running when nodelet stops: the next nodelet adopts them.
+func (a *Agent) Run(ctx context.Context) error {
+	a.workers = worker.New(ctx, a.syncPod, worker.Options{
+		ResyncPeriod: a.cfg.ResyncPeriod,
+		OnForgotten:  a.statuses.Delete,
+	})
+	a.killer = worker.NewKiller(ctx, a.killLeftover)
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a.relister.Run(ctx) }()
+	go func() { defer wg.Done(); a.housekeepingLoop(ctx) }()
+	defer func() {
+		wg.Wait()
+		a.workers.Wait()
+		a.killer.Wait()
+	}()
+
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case u, ok := <-a.updates:
+			if !ok {
+				return nil
+			}
+			a.handleUpdate(u)
+		case uid := <-a.relister.Changed():
+			if p, ok := a.pods.PodByUID(uid); ok {
+				a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: worker.Sync})
+			}
+		}
+	}
+}
+
+func (a *Agent) handleUpdate(u config.PodUpdate) {
+	a.markSeen(u.Source)
+	klog.V(3).InfoS("Pod update", "op", u.Op, "source", u.Source, "pods", len(u.Pods))
+	for _, p := range u.Pods {
+		if pod.IsMirror(p) {
+			// Mirror pods only mirror: index them, never run them.
+			if u.Op == config.REMOVE {
+				a.pods.RemovePod(p)
+			} else {
+				a.pods.AddOrUpdatePod(p)
+			}
+			continue
+		}
+		switch u.Op {
+		case config.ADD:
+			a.pods.AddOrUpdatePod(p)
+			a.dispatch(p, worker.Create)
+		case config.UPDATE:
+			a.pods.AddOrUpdatePod(p)
+			a.dispatch(p, worker.Update)
+		case config.RECONCILE:
+			a.pods.AddOrUpdatePod(p)
+		case config.DELETE:
+			a.pods.AddOrUpdatePod(p)
+			a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: worker.Kill, GracePeriod: p.DeletionGracePeriodSeconds})
+		case config.REMOVE:
+			a.pods.RemovePod(p)
+			a.workers.Update(worker.Work{Pod: p, Type: worker.Kill, Forget: true})
+		case config.SET:
+			klog.InfoS("Ignoring snapshot update in incremental mode", "source", u.Source)
+		}
+	}
+}
+
+func (a *Agent) dispatch(p *v1.Pod, t worker.UpdateType) {
+	if p.DeletionTimestamp != nil {
+		t = worker.Kill
+	}
+	a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: t, GracePeriod: p.DeletionGracePeriodSeconds})
+}
+
+func (a *Agent) mirrorOf(p *v1.Pod) *v1.Pod {
+	if !pod.IsStatic(p) {
+		return nil
+	}
+	m, _ := a.pods.MirrorPodOf(p)
+	return m
+}
+
+func (a *Agent) markSeen(source string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.seen.Has(source) {
+		klog.InfoS("Source ready", "source", source)
+		a.seen.Insert(source)
+	}
+}
+
+// SourceReady reports whether the loop has processed the source's first update.
+func (a *Agent) SourceReady(source string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.seen.Has(source)
+}
+
+// SourcesReady returns the sources not yet seen; none means all are ready.
+func (a *Agent) SourcesReady() (missing []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	missing = sets.List(a.sources.Difference(a.seen))
+	return missing
+}
+
+// Pods returns the node's pods with their latest statuses, sorted by full
+// name, as deep copies the caller may keep.
+func (a *Agent) Pods() []*v1.Pod {
+	ps := a.pods.Pods()
+	out := make([]*v1.Pod, 0, len(ps))
+	for _, p := range ps {
+		c := p.DeepCopy()
+		if st, ok := a.statuses.Get(p.UID); ok {
+			c.Status = st
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return pod.FullName(out[i]) < pod.FullName(out[j]) })
+	return out
+}

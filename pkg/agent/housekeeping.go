@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+)
+
+// housekeepingLoop runs on its own goroutine so that a slow runtime never
+// stalls the sync loop.
+func (a *Agent) housekeepingLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.HousekeepingPeriod)
+	defer t.Stop()
+	var lastGC time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, p := range a.leftovers(a.relister.Snapshot()) {
+			a.killer.Kill(p)
+		}
+		if a.gc != nil && a.cfg.ContainerGCPeriod > 0 && time.Since(lastGC) >= a.cfg.ContainerGCPeriod && len(a.SourcesReady()) == 0 {
+			lastGC = time.Now()
+			if err := a.gc.GarbageCollect(ctx, a.wanted); err != nil {
+				klog.ErrorS(err, "Container garbage collection")
+			}
+		}
+	}
+}
+
+// wanted reports whether a pod UID is still wanted on the node.
+func (a *Agent) wanted(uid types.UID) bool {
+	if _, ok := a.pods.PodByUID(uid); ok {
+		return true
+	}
+	return a.workers.Has(uid)
+}
+
+// leftovers picks the runtime pods that nothing wants: not in the pod
+// manager, no worker (a worker is stopping it), not already being killed,
+// and from a source that is ready or no longer configured - so a slow source never gets its pods
+// killed at start, and one missing source (an API server that never answers)
+// never keeps the removed pods of another source running.
+func (a *Agent) leftovers(listing []*runtime.Pod) []*runtime.Pod {
+	var out []*runtime.Pod
+	missing := a.SourcesReady()
+	for _, p := range listing {
+		if a.wanted(p.UID) || a.killer.Killing(p.UID) {
+			continue
+		}
+		if p.Source == "" {
+			if len(missing) > 0 {
+				continue
+			}
+		} else if a.sources.Has(p.Source) && !a.SourceReady(p.Source) {
+			continue
+		}
+		if !hasAnything(p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func hasAnything(p *runtime.Pod) bool {
+	return len(p.Sandboxes) > 0 || len(p.Containers) > 0
+}

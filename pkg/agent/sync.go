@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/status"
+	"github.com/nodelet/nodelet/pkg/worker"
+)
+
+// syncPod is the worker.SyncFunc: it runs on the pod's own goroutine.
+func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
+	p := w.Pod
+	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
+	if err != nil {
+		return worker.Result{Err: fmt.Errorf("runtime status of pod %s/%s: %w", p.Namespace, p.Name, err)}
+	}
+
+	if w.Type == worker.Kill {
+		if err := a.rt.KillPod(ctx, p, rs, w.GracePeriod); err != nil {
+			return worker.Result{Err: fmt.Errorf("kill pod %s/%s: %w", p.Namespace, p.Name, err)}
+		}
+		if w.Forget {
+			if err := a.rt.RemovePod(ctx, rs); err != nil {
+				klog.ErrorS(err, "Remove stopped pod; container GC will retry", "pod", klog.KObj(p))
+			}
+			return worker.Result{}
+		}
+		a.refreshStatus(ctx, w, nil)
+		return worker.Result{}
+	}
+
+	res := a.rt.SyncPod(ctx, p, rs)
+	if res.Err != nil {
+		klog.ErrorS(res.Err, "Sync pod", "pod", klog.KObj(p), "uid", p.UID)
+	}
+	a.refreshStatus(ctx, w, res.Waiting)
+	return worker.Result{RetryAfter: res.RetryAfter, Err: res.Err}
+}
+
+// refreshStatus re-reads the runtime after the sync acted, so the status
+// shows what the sync just did without waiting for the next relist.
+func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[string]runtime.ContainerWaiting) {
+	p := w.Pod
+	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
+	if err != nil {
+		klog.ErrorS(err, "Runtime status after sync", "pod", klog.KObj(p))
+		return
+	}
+	in := status.Input{
+		Pod: p, Runtime: rs, Waiting: waiting, HostIP: a.cfg.HostIP,
+		RuntimeName: a.cfg.RuntimeName, Now: time.Now(),
+	}
+	if prev, ok := a.statuses.Get(p.UID); ok {
+		in.Previous = &prev
+	}
+	a.statuses.Set(p.UID, status.Generate(in))
+}
+
+// killLeftover is the killer's KillFunc: stop and remove everything of a pod
+// that no source wants.
+func (a *Agent) killLeftover(ctx context.Context, p *runtime.Pod) error {
+	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
+	if err != nil {
+		return fmt.Errorf("runtime status of leftover pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	klog.InfoS("Stopping pod no source wants", "pod", klog.KRef(p.Namespace, p.Name), "uid", p.UID)
+	if err := a.rt.KillPod(ctx, nil, rs, nil); err != nil {
+		return fmt.Errorf("kill leftover pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	if err := a.rt.RemovePod(ctx, rs); err != nil {
+		return fmt.Errorf("remove leftover pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
