@@ -1,0 +1,173 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodelet/nodelet/pkg/config"
+	"github.com/nodelet/nodelet/pkg/pod"
+	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/status"
+	"github.com/nodelet/nodelet/pkg/worker"
+)
+
+// fakeRuntime runs "containers" as map entries.
+type fakeRuntime struct {
+	mu      sync.Mutex
+	running map[types.UID]bool
+	killed  map[types.UID]int
+	removed map[types.UID]int
+}
+
+func newFakeRuntime() *fakeRuntime {
+	return &fakeRuntime{running: map[types.UID]bool{}, killed: map[types.UID]int{}, removed: map[types.UID]int{}}
+}
+
+func (f *fakeRuntime) PodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &runtime.PodStatus{UID: uid, Name: name, Namespace: ns}
+	if f.running[uid] {
+		s.Sandboxes = []*runtime.SandboxStatus{{ID: "sb", State: runtime.SandboxStateReady}}
+		s.Containers = []*runtime.ContainerStatus{{ID: "c", Name: "app", State: runtime.ContainerStateRunning}}
+	}
+	return s, nil
+}
+
+func (f *fakeRuntime) SyncPod(_ context.Context, p *v1.Pod, _ *runtime.PodStatus) runtime.SyncResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.running[p.UID] = true
+	return runtime.SyncResult{}
+}
+
+func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, s *runtime.PodStatus, _ *int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.running[s.UID] = false
+	f.killed[s.UID]++
+	return nil
+}
+
+func (f *fakeRuntime) RemovePod(_ context.Context, s *runtime.PodStatus) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed[s.UID]++
+	return nil
+}
+
+func (f *fakeRuntime) count(m map[types.UID]int, uid types.UID) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return m[uid]
+}
+
+type fakeRelister struct {
+	mu       sync.Mutex
+	changed  chan types.UID
+	snapshot []*runtime.Pod
+}
+
+func (r *fakeRelister) Run(ctx context.Context)   { <-ctx.Done() }
+func (r *fakeRelister) Changed() <-chan types.UID { return r.changed }
+func (r *fakeRelister) Snapshot() []*runtime.Pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.snapshot
+}
+
+func staticPod(uid string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: uid, Namespace: "default",
+			Annotations: map[string]string{pod.ConfigSourceAnnotationKey: pod.FileSource}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestAgentRunsAndRemovesPods(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := newFakeRuntime()
+	updates := make(chan config.PodUpdate, 10)
+	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan types.UID)},
+		updates, sets.New(pod.FileSource, pod.HTTPSource), pod.NewManager(), status.NewCache())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+
+	if missing := a.SourcesReady(); len(missing) != 2 {
+		t.Fatalf("sources ready before any update: missing %v", missing)
+	}
+	updates <- config.PodUpdate{Op: config.ADD, Source: pod.HTTPSource} // empty source
+	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("a")}}
+	eventually(t, "pod running in status", func() bool {
+		ps := a.Pods()
+		return len(ps) == 1 && ps[0].Status.Phase == v1.PodRunning
+	})
+	if missing := a.SourcesReady(); len(missing) != 0 {
+		t.Fatalf("missing sources %v", missing)
+	}
+
+	updates <- config.PodUpdate{Op: config.REMOVE, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("a")}}
+	eventually(t, "pod killed and removed", func() bool { return rt.count(rt.removed, "a") == 1 })
+	eventually(t, "pod gone from /pods", func() bool { return len(a.Pods()) == 0 })
+	if _, ok := a.statuses.Get("a"); ok {
+		eventually(t, "status forgotten", func() bool { _, ok := a.statuses.Get("a"); return !ok })
+	}
+	cancel()
+	<-done
+}
+
+func TestLeftovers(t *testing.T) {
+	a := New(Config{}, newFakeRuntime(), &fakeRelister{}, nil, sets.New(pod.FileSource, pod.ApiserverSource), pod.NewManager(), status.NewCache())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a.workers = worker.New(ctx, func(context.Context, worker.Work) worker.Result { return worker.Result{} }, worker.Options{})
+	a.killer = worker.NewKiller(ctx, func(context.Context, *runtime.Pod) error { return nil })
+	a.pods.AddOrUpdatePod(staticPod("wanted"))
+	a.markSeen(pod.FileSource) // the API source never shows up
+
+	rp := func(uid, source string) *runtime.Pod {
+		return &runtime.Pod{UID: types.UID(uid), Source: source, Sandboxes: []runtime.SandboxRef{{ID: uid}}}
+	}
+	listing := []*runtime.Pod{
+		rp("wanted", pod.FileSource),
+		rp("removed-file", pod.FileSource),      // its source is ready: kill
+		rp("api-pod", pod.ApiserverSource),      // its source is not ready yet: keep
+		rp("unknown", ""),                       // unknown source, not all ready: keep
+		rp("from-unconfigured", pod.HTTPSource), // no such source any more: kill
+	}
+	got := sets.New[types.UID]()
+	for _, p := range a.leftovers(listing) {
+		got.Insert(p.UID)
+	}
+	want := sets.New[types.UID]("removed-file", "from-unconfigured")
+	if !got.Equal(want) {
+		t.Fatalf("leftovers %v, want %v", sets.List(got), sets.List(want))
+	}
+	a.markSeen(pod.ApiserverSource)
+	got = sets.New[types.UID]()
+	for _, p := range a.leftovers(listing) {
+		got.Insert(p.UID)
+	}
+	if !got.Has("unknown") || !got.Has("api-pod") || got.Has("wanted") {
+		t.Fatalf("with all sources ready: %v", sets.List(got))
+	}
+}
