@@ -1,0 +1,229 @@
+package options
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Authorization modes accepted by --authorization-mode.
+const (
+	AuthorizationModeAlwaysAllow = "AlwaysAllow"
+	AuthorizationModeWebhook     = "Webhook"
+)
+
+// Options holds nodelet's effective settings once defaults, the config file and
+// the flags have been merged (see Resolve). Comments name the flag and, where
+// there is one, the KubeletConfiguration field.
+type Options struct {
+	// ConfigFile is the --config path the settings were read from ("" if none).
+	ConfigFile string
+	// KubeconfigPath is --kubeconfig; empty means standalone (no API server).
+	KubeconfigPath string
+	// RootDir is --root-dir, where nodelet keeps its state.
+	RootDir string
+
+	// HostnameOverride is --hostname-override as given.
+	HostnameOverride string
+	// Hostname is the lowercased override, or the lowercased os.Hostname. It is
+	// also the node name: nodelet has no cloud provider to ask for another.
+	Hostname string
+	// NodeIP is --node-ip as given: up to two comma-separated IPs (dual stack).
+	// Use NodeIPs for the parsed form.
+	NodeIP string
+	// NodeLabels is --node-labels, applied when registering the node.
+	NodeLabels map[string]string
+
+	// StaticPodPath is --pod-manifest-path / staticPodPath.
+	StaticPodPath string
+	// StaticPodURL is --manifest-url / staticPodURL.
+	StaticPodURL string
+	// StaticPodURLHeader is --manifest-url-header / staticPodURLHeader.
+	StaticPodURLHeader map[string][]string
+	// FileCheckFrequency is --file-check-frequency / fileCheckFrequency.
+	FileCheckFrequency time.Duration
+	// HTTPCheckFrequency is --http-check-frequency / httpCheckFrequency.
+	HTTPCheckFrequency time.Duration
+	// SyncFrequency is --sync-frequency / syncFrequency.
+	SyncFrequency time.Duration
+	// RelistPeriod is nodelet's --relist-period: how often the PLEG relists.
+	RelistPeriod time.Duration
+
+	// ContainerRuntimeEndpoint is --container-runtime-endpoint.
+	ContainerRuntimeEndpoint string
+	// ImageServiceEndpoint is --image-service-endpoint; Resolve fills it with
+	// ContainerRuntimeEndpoint when unset, as upstream does.
+	ImageServiceEndpoint string
+	// PodInfraContainerImage is --pod-infra-container-image: the sandbox image.
+	PodInfraContainerImage string
+	// PodLogsDir is podLogsDir (config file only, as upstream).
+	PodLogsDir string
+	// ContainerLogMaxSize is --container-log-max-size as a quantity string
+	// ("10Mi"); ContainerLogMaxSizeBytes gives the number.
+	ContainerLogMaxSize string
+	// ContainerLogMaxFiles is --container-log-max-files.
+	ContainerLogMaxFiles int
+
+	// ImageGCHighThresholdPercent is --image-gc-high-threshold.
+	ImageGCHighThresholdPercent int
+	// ImageGCLowThresholdPercent is --image-gc-low-threshold.
+	ImageGCLowThresholdPercent int
+	// ImageMinimumGCAge is --minimum-image-ttl-duration / imageMinimumGCAge.
+	ImageMinimumGCAge time.Duration
+
+	// MaxPods is --max-pods.
+	MaxPods int
+	// ClusterDNS is --cluster-dns: nameserver IPs for ClusterFirst pods.
+	ClusterDNS []string
+	// ClusterDomain is --cluster-domain.
+	ClusterDomain string
+	// ResolvConf is --resolv-conf / resolvConf: the resolver file pods with
+	// dnsPolicy Default inherit; empty disables inheriting.
+	ResolvConf string
+
+	// RegisterNode is --register-node.
+	RegisterNode bool
+	// NodeStatusUpdateFrequency is --node-status-update-frequency.
+	NodeStatusUpdateFrequency time.Duration
+	// NodeLeaseDurationSeconds is --node-lease-duration-seconds.
+	NodeLeaseDurationSeconds int
+
+	// HealthzPort is --healthz-port; 0 disables the healthz server.
+	HealthzPort int
+	// HealthzBindAddress is --healthz-bind-address.
+	HealthzBindAddress string
+	// ReadOnlyPort is --read-only-port; 0 disables the read-only server.
+	ReadOnlyPort int
+	// EnableServer is --enable-server: whether the authenticated API runs.
+	EnableServer bool
+	// Address is --address, the bind address of the API and read-only servers.
+	Address string
+	// Port is --port, the authenticated API port.
+	Port int
+	// TLSCertFile is --tls-cert-file.
+	TLSCertFile string
+	// TLSPrivateKeyFile is --tls-private-key-file.
+	TLSPrivateKeyFile string
+	// ClientCAFile is --client-ca-file / authentication.x509.clientCAFile.
+	ClientCAFile string
+	// AnonymousAuth is --anonymous-auth / authentication.anonymous.enabled.
+	AnonymousAuth bool
+	// WebhookAuthentication is --authentication-token-webhook /
+	// authentication.webhook.enabled.
+	WebhookAuthentication bool
+	// AuthorizationMode is --authorization-mode / authorization.mode.
+	AuthorizationMode string
+
+	// Verbosity is --v, or logging.verbosity from the config file. The --v
+	// flag sets klog as it is parsed; ApplyVerbosity applies a file value.
+	Verbosity int
+}
+
+// Defaults returns the settings nodelet uses when neither the config file nor
+// a flag says otherwise. They are the upstream flag defaults, except
+// --anonymous-auth, which nodelet keeps off (upstream's legacy flag default is
+// on) so that a node started with flags only never serves anonymous requests.
+func Defaults() *Options {
+	return &Options{
+		RootDir:                     "/var/lib/kubelet",
+		FileCheckFrequency:          20 * time.Second,
+		HTTPCheckFrequency:          20 * time.Second,
+		SyncFrequency:               time.Minute,
+		RelistPeriod:                time.Second,
+		ContainerRuntimeEndpoint:    "unix:///run/containerd/containerd.sock",
+		PodInfraContainerImage:      "registry.k8s.io/pause:3.10",
+		PodLogsDir:                  "/var/log/pods",
+		ContainerLogMaxSize:         "10Mi",
+		ContainerLogMaxFiles:        5,
+		ImageGCHighThresholdPercent: 85,
+		ImageGCLowThresholdPercent:  80,
+		ImageMinimumGCAge:           2 * time.Minute,
+		MaxPods:                     110,
+		ResolvConf:                  "/etc/resolv.conf",
+		RegisterNode:                true,
+		NodeStatusUpdateFrequency:   10 * time.Second,
+		NodeLeaseDurationSeconds:    40,
+		HealthzPort:                 10248,
+		HealthzBindAddress:          "127.0.0.1",
+		ReadOnlyPort:                0,
+		EnableServer:                true,
+		Address:                     "0.0.0.0",
+		Port:                        10250,
+		AnonymousAuth:               false,
+		WebhookAuthentication:       false,
+		AuthorizationMode:           AuthorizationModeAlwaysAllow,
+	}
+}
+
+// configFileDefaults are the defaults when a config file is used: upstream's
+// v1beta1 defaulting differs from its flag defaults on authentication and
+// authorization, and nodelet keeps that difference.
+func configFileDefaults() *Options {
+	o := Defaults()
+	o.WebhookAuthentication = true
+	o.AuthorizationMode = AuthorizationModeWebhook
+	return o
+}
+
+// HealthzAddr is the host:port the healthz server listens on, or "" when
+// --healthz-port is 0 (disabled).
+func (o *Options) HealthzAddr() string {
+	if o.HealthzPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort(o.HealthzBindAddress, strconv.Itoa(o.HealthzPort))
+}
+
+// ReadOnlyAddr is the host:port of the read-only server, or "" when
+// --read-only-port is 0 (disabled).
+func (o *Options) ReadOnlyAddr() string {
+	if o.ReadOnlyPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort(o.Address, strconv.Itoa(o.ReadOnlyPort))
+}
+
+// ServerAddr is the host:port of the authenticated API, or "" when
+// --enable-server is false.
+func (o *Options) ServerAddr() string {
+	if !o.EnableServer {
+		return ""
+	}
+	return net.JoinHostPort(o.Address, strconv.Itoa(o.Port))
+}
+
+// NodeIPs returns the parsed --node-ip addresses. Entries that do not parse
+// are skipped; Validate reports them.
+func (o *Options) NodeIPs() []net.IP {
+	var ips []net.IP
+	for _, s := range splitList(o.NodeIP) {
+		if ip := net.ParseIP(s); ip != nil {
+			ips = append(ips, ip)
+		}
+	}
+	return ips
+}
+
+// ContainerLogMaxSizeBytes returns --container-log-max-size in bytes, or 0 if
+// it does not parse (Validate reports that).
+func (o *Options) ContainerLogMaxSizeBytes() int64 {
+	q, err := resource.ParseQuantity(o.ContainerLogMaxSize)
+	if err != nil {
+		return 0
+	}
+	return q.Value()
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+package options
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func validOptions() *Options {
+	o := Defaults()
+	o.Hostname = "node-a"
+	o.ImageServiceEndpoint = o.ContainerRuntimeEndpoint
+	return o
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Options)
+		want   []string // substrings; none means valid
+	}{
+		{"defaults", func(*Options) {}, nil},
+		{"gc low above high", func(o *Options) { o.ImageGCLowThresholdPercent, o.ImageGCHighThresholdPercent = 85, 80 },
+			[]string{"--image-gc-low-threshold (85) must be less than --image-gc-high-threshold (80)"}},
+		{"gc out of range", func(o *Options) { o.ImageGCHighThresholdPercent = 101 },
+			[]string{"--image-gc-high-threshold (101) must be between 0 and 100"}},
+		{"gc negative low", func(o *Options) { o.ImageGCLowThresholdPercent = -1 },
+			[]string{"--image-gc-low-threshold (-1) must be between 0 and 100"}},
+		{"ports", func(o *Options) { o.Port, o.HealthzPort, o.ReadOnlyPort = 0, 70000, -1 }, []string{
+			"--port (0) must be between 1 and 65535",
+			"--healthz-port (70000) must be between 0 and 65535",
+			"--read-only-port (-1) must be between 0 and 65535",
+		}},
+		{"bind addresses", func(o *Options) { o.Address, o.HealthzBindAddress = "localhost", "" }, []string{
+			`--address ("localhost") must be an IP address`,
+			`--healthz-bind-address ("") must be an IP address`,
+		}},
+		{"frequencies", func(o *Options) {
+			o.FileCheckFrequency, o.HTTPCheckFrequency, o.SyncFrequency, o.RelistPeriod, o.NodeStatusUpdateFrequency = 0, -time.Second, 0, 0, 0
+		}, []string{
+			"--file-check-frequency (0s) must be greater than 0",
+			"--http-check-frequency (-1s) must be greater than 0",
+			"--sync-frequency (0s) must be greater than 0",
+			"--relist-period (0s) must be greater than 0",
+			"--node-status-update-frequency (0s) must be greater than 0",
+		}},
+		{"lease and pods", func(o *Options) { o.NodeLeaseDurationSeconds, o.MaxPods = 0, -1 }, []string{
+			"--node-lease-duration-seconds (0) must be greater than 0",
+			"--max-pods (-1) must not be negative",
+		}},
+		{"manifest url scheme", func(o *Options) { o.StaticPodURL = "ftp://x/pods" }, []string{`--manifest-url ("ftp://x/pods") must be an http:// or https:// URL`}},
+		{"manifest url unparseable", func(o *Options) { o.StaticPodURL = "http://[::1" }, []string{`--manifest-url ("http://[::1") is not a valid URL`}},
+		{"manifest url ok", func(o *Options) { o.StaticPodURL = "https://example.com/pods.yaml" }, nil},
+		{"runtime endpoint plain path", func(o *Options) { o.ContainerRuntimeEndpoint = "/run/containerd/containerd.sock" },
+			[]string{`--container-runtime-endpoint ("/run/containerd/containerd.sock") must be a unix:// socket URL`}},
+		{"image endpoint tcp", func(o *Options) { o.ImageServiceEndpoint = "tcp://1.2.3.4:1" },
+			[]string{`--image-service-endpoint ("tcp://1.2.3.4:1") must be a unix:// socket URL`}},
+		{"log rotation", func(o *Options) { o.ContainerLogMaxSize, o.ContainerLogMaxFiles = "ten", 1 }, []string{
+			`--container-log-max-size ("ten") must be a positive quantity`,
+			"--container-log-max-files (1) must be at least 2",
+		}},
+		{"authorization mode", func(o *Options) { o.AuthorizationMode = "RBAC" }, []string{`--authorization-mode ("RBAC") must be AlwaysAllow or Webhook`}},
+		{"tls half set", func(o *Options) { o.TLSCertFile = "/c" }, []string{"--tls-cert-file and --tls-private-key-file must be set together"}},
+		{"node ip", func(o *Options) { o.NodeIP = "10.0.0.1,banana" }, []string{`--node-ip entry "banana" is not an IP address`}},
+		{"node ip two v4", func(o *Options) { o.NodeIP = "10.0.0.1,10.0.0.2" }, []string{"must hold one IPv4 and one IPv6"}},
+		{"node ip dual stack", func(o *Options) { o.NodeIP = "10.0.0.1, fd00::1" }, nil},
+		{"cluster dns", func(o *Options) { o.ClusterDNS = []string{"10.96.0.10", "dns"} }, []string{`--cluster-dns entry "dns" is not an IP address`}},
+		{"node labels", func(o *Options) {
+			o.NodeLabels = map[string]string{
+				"node-role.kubernetes.io/worker": "",
+				"node.kubernetes.io/role":        "ok",
+				"kubernetes.io/hostname":         "ok",
+				"example.com/team":               "a b",
+				"bad key!":                       "x",
+			}
+		}, []string{
+			`--node-labels key "bad key!" is invalid`,
+			`--node-labels value "a b" of "example.com/team" is invalid`,
+			`--node-labels key "node-role.kubernetes.io/worker" is in the kubernetes.io or k8s.io namespace`,
+		}},
+		{"hostname", func(o *Options) { o.Hostname = "under_score" }, []string{`node name "under_score"`}},
+		{"empty essentials", func(o *Options) { o.RootDir, o.PodInfraContainerImage = "", "" }, []string{
+			"--root-dir must not be empty",
+			"--pod-infra-container-image must not be empty",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := validOptions()
+			tc.mutate(o)
+			err := o.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not contain %q", err, w)
+				}
+			}
+			if got := strings.Count(err.Error(), "\n") + 1; got < len(tc.want) {
+				t.Errorf("error has %d lines, want at least %d (one per problem)", got, len(tc.want))
+			}
+		})
+	}
+}
+
+func TestResolveReportsValidationAndKeepsWarnings(t *testing.T) {
+	stubHostname(t, "host")
+	_, warnings, err := resolveArgs(t, "", "--image-gc-low-threshold=85", "--image-gc-high-threshold=80", "--cgroup-driver=systemd")
+	if err == nil || !strings.Contains(err.Error(), "--image-gc-low-threshold (85) must be less than --image-gc-high-threshold (80)") {
+		t.Errorf("err = %v", err)
+	}
+	if len(warnings) != 1 {
+		t.Errorf("warnings = %q, want the --cgroup-driver one", warnings)
+	}
+}
+
+func TestHostname(t *testing.T) {
+	stubHostname(t, " My-Host \n")
+	tests := []struct{ override, want string }{
+		{"", "my-host"},
+		{"Worker-1", "worker-1"},
+	}
+	for _, tc := range tests {
+		got, err := hostname(tc.override)
+		if err != nil || got != tc.want {
+			t.Errorf("hostname(%q) = %q, %v; want %q", tc.override, got, err, tc.want)
+		}
+	}
+	stubHostname(t, "")
+	if _, err := hostname(""); err == nil {
+		t.Error("empty hostname: want error")
+	}
+}
