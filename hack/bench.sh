@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Benchmarks nodelet against the floor (raw CRI calls) and the upstream kubelet, on one private
+# containerd. Method and results: docs/BENCHMARKS.md (its generated section is rewritten by a full run).
+#
+#   hack/bench.sh            full run (20 sequential pods, burst of 50, 60 s idle); ~6 min
+#   hack/bench.sh --quick    smoke test (5 / 10 / 10 s); prints only, docs untouched
+#   hack/bench.sh --subjects raw,upstream ...   any flag of hack/bench (go run ./hack/bench -h)
+#
+# Needs root. Starts containerd with hack/runtime-up.sh in a temp state dir and purges it on exit.
+# Port 10255 (the agents' read-only port) must be free.
+set -euo pipefail
+
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$NODELET_ROOT"
+require_root
+
+export GOFLAGS="${GOFLAGS:--buildvcs=false}"
+# Short: the containerd socket path lives under it (unix socket paths are limited to 108 bytes).
+WORK="$(mktemp -d /tmp/nodelet-bench.XXXXXX)"
+RT="$WORK/rt"
+cleanup() {
+  local rc=$?
+  if [[ -d "$RT" ]]; then
+    bash hack/runtime-down.sh "$RT" --purge >&2 || log "WARNING: runtime-down failed for $RT"
+  fi
+  rm -rf "$WORK" || true
+  exit "$rc"
+}
+trap cleanup EXIT
+
+log "building the upstream kubelet (instant when up to date)"
+TOOLS=kubelet bash hack/build-tools.sh >&2
+
+NODELET_BIN="$WORK/nodelet"
+if [[ -d cmd/nodelet ]]; then
+  log "building nodelet"
+  go build -o "$NODELET_BIN" ./cmd/nodelet || log "WARNING: nodelet does not build; its leg reports 'not available'"
+else
+  log "no cmd/nodelet yet; the nodelet leg reports 'not available'"
+fi
+go build -o "$WORK/bench" ./hack/bench
+
+bash hack/runtime-up.sh "$RT" >&2
+runtime_paths "$RT"
+CONTAINERD_PID="$(containerd_pid)"
+[[ -n "$CONTAINERD_PID" ]] || die "containerd for $RT is not running after runtime-up"
+
+"$WORK/bench" \
+  --runtime-endpoint "$RT_ENDPOINT" \
+  --runtime-pid "$CONTAINERD_PID" \
+  --state-dir "$WORK/legs" \
+  --kubelet "$NODELET_ROOT/_output/tools/bin/kubelet" \
+  --nodelet "$NODELET_BIN" \
+  "$@"

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// criClient is the part of the CRI the benchmark uses: the raw-CRI leg and cleaning the runtime
+// between legs.
+type criClient struct {
+	conn *grpc.ClientConn
+	rt   runtimeapi.RuntimeServiceClient
+	img  runtimeapi.ImageServiceClient
+}
+
+func dialCRI(ctx context.Context, endpoint string) (*criClient, error) {
+	target := endpoint
+	if !strings.Contains(target, "://") {
+		target = "unix://" + target
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
+	}
+	c := &criClient{conn: conn, rt: runtimeapi.NewRuntimeServiceClient(conn), img: runtimeapi.NewImageServiceClient(conn)}
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := c.rt.Version(vctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("CRI Version on %s: %w", endpoint, err)
+	}
+	_ = v
+	return c, nil
+}
+
+func (c *criClient) version(ctx context.Context) string {
+	v, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return "unknown"
+	}
+	return v.RuntimeName + " " + v.RuntimeVersion
+}
+
+// requireImages fails early, with a clear message, when the images the pods use are not loaded.
+func (c *criClient) requireImages(ctx context.Context, images ...string) error {
+	for _, ref := range images {
+		st, err := c.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+		if err != nil {
+			return fmt.Errorf("ImageStatus %s: %w", ref, err)
+		}
+		if st.Image == nil {
+			return fmt.Errorf("image %s is not loaded in the runtime (hack/runtime-up.sh loads it)", ref)
+		}
+	}
+	return nil
+}
+
+// runPod is the floor every agent builds on: RunPodSandbox (host network) + CreateContainer +
+// StartContainer, nothing else.
+func (c *criClient) runPod(ctx context.Context, name, logDir string) error {
+	uid := fmt.Sprintf("bench-raw-%s-%d", name, time.Now().UnixNano())
+	sbCfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid},
+		LogDirectory: logDir + "/" + uid,
+		Labels:       map[string]string{"bench.nodelet.dev/leg": "raw"},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+			},
+		},
+	}
+	sb, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
+	if err != nil {
+		return fmt.Errorf("RunPodSandbox %s: %w", name, err)
+	}
+	ctr, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sb.PodSandboxId,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "c"},
+			Image:    &runtimeapi.ImageSpec{Image: busyboxImage},
+			Command:  []string{"sleep", "3600"},
+			LogPath:  "c/0.log",
+			Labels:   map[string]string{"bench.nodelet.dev/leg": "raw"},
+		},
+		SandboxConfig: sbCfg,
+	})
+	if err != nil {
+		return fmt.Errorf("CreateContainer %s: %w", name, err)
+	}
+	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+		return fmt.Errorf("StartContainer %s: %w", name, err)
+	}
+	return nil
+}
+
+// clean stops and removes every sandbox and container in the runtime, so that each leg starts
+// from an empty runtime. The runtime is the benchmark's own (a temporary state dir).
+func (c *criClient) clean(ctx context.Context) error {
+	sbs, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("ListPodSandbox: %w", err)
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []string
+		sem  = make(chan struct{}, 8)
+	)
+	for _, sb := range sbs.Items {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if _, err := c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Sprintf("StopPodSandbox %s: %v", id, err))
+				mu.Unlock()
+				return
+			}
+			if _, err := c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Sprintf("RemovePodSandbox %s: %v", id, err))
+				mu.Unlock()
+			}
+		}(sb.Id)
+	}
+	wg.Wait()
+	ctrs, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return fmt.Errorf("ListContainers: %w", err)
+	}
+	for _, ct := range ctrs.Containers {
+		if _, err := c.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ct.Id}); err != nil {
+			errs = append(errs, fmt.Sprintf("RemoveContainer %s: %v", ct.Id, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cleaning the runtime: %s", strings.Join(errs, "; "))
+	}
+	left, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("ListPodSandbox: %w", err)
+	}
+	if n := len(left.Items); n > 0 {
+		return fmt.Errorf("cleaning the runtime: %d sandboxes left", n)
+	}
+	return nil
+}

@@ -1,0 +1,314 @@
+// Command bench measures pod start latency, burst throughput, memory and idle CPU of three
+// subjects against one containerd: raw CRI calls (the floor), the upstream kubelet and nodelet.
+// hack/bench.sh sets up the runtime and builds the binaries; run that, not this, by hand.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	busyboxImage = "docker.io/library/busybox:1.35"
+	pauseImage   = "registry.k8s.io/pause:3.10"
+)
+
+type config struct {
+	endpoint     string
+	runtimePID   int
+	stateDir     string
+	subjects     []string
+	kubelet      string
+	nodelet      string
+	readOnlyPort int
+	nodeName     string
+	pods         int
+	burst        int
+	idle         time.Duration
+	settle       time.Duration
+	poll         time.Duration
+	quick        bool
+	doc          string
+}
+
+// result is what one leg measured. Err set means the leg did not complete; notAvailable means the
+// subject does not exist yet (no binary), which is not a failure.
+type result struct {
+	subject        string
+	notAvailable   string
+	err            error
+	startup        time.Duration
+	seq            []time.Duration
+	burst          time.Duration
+	rssKiB         int64
+	hwmKiB         int64
+	idleCPU        float64
+	runtimeIdleCPU float64
+	runtimeRSSKiB  int64
+	// load is /proc/loadavg (1, 5, 15 min) when the leg started: other work on the machine.
+	load string
+}
+
+func main() {
+	var cfg config
+	var subjects string
+	flag.StringVar(&cfg.endpoint, "runtime-endpoint", "", "CRI endpoint of the containerd to use (unix:///path/containerd.sock); required")
+	flag.IntVar(&cfg.runtimePID, "runtime-pid", 0, "pid of that containerd, to report its CPU and memory (optional)")
+	flag.StringVar(&cfg.stateDir, "state-dir", "", "where subjects get their root and manifest dirs (default: a temp dir, removed)")
+	flag.StringVar(&subjects, "subjects", "raw,upstream,nodelet", "legs to run, in order")
+	flag.StringVar(&cfg.kubelet, "kubelet", "_output/tools/bin/kubelet", "upstream kubelet binary")
+	flag.StringVar(&cfg.nodelet, "nodelet", "_output/bin/nodelet", "nodelet binary")
+	flag.IntVar(&cfg.readOnlyPort, "read-only-port", 10255, "read-only port the agents serve /pods on")
+	flag.StringVar(&cfg.nodeName, "node-name", "bench-node", "node name given to the agents")
+	flag.IntVar(&cfg.pods, "pods", 20, "sequential pods (latency percentiles)")
+	flag.IntVar(&cfg.burst, "burst", 50, "pods written at once")
+	flag.DurationVar(&cfg.idle, "idle", 60*time.Second, "idle window for the CPU measurement")
+	flag.DurationVar(&cfg.settle, "settle", 5*time.Second, "wait after the burst before the idle window")
+	flag.DurationVar(&cfg.poll, "poll", 10*time.Millisecond, "/pods poll interval")
+	flag.BoolVar(&cfg.quick, "quick", false, "smoke test: 5 pods, burst of 10, 10 s idle; does not write the doc unless -doc is given")
+	flag.StringVar(&cfg.doc, "doc", "docs/BENCHMARKS.md", "markdown file whose generated section is replaced (\"\" = stdout only)")
+	flag.Parse()
+
+	if cfg.quick {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["pods"] {
+			cfg.pods = 5
+		}
+		if !set["burst"] {
+			cfg.burst = 10
+		}
+		if !set["idle"] {
+			cfg.idle = 10 * time.Second
+		}
+		if !set["settle"] {
+			cfg.settle = 2 * time.Second
+		}
+		if !set["doc"] {
+			cfg.doc = ""
+		}
+	}
+	if cfg.endpoint == "" {
+		fmt.Fprintln(os.Stderr, "bench: -runtime-endpoint is required (hack/bench.sh provides it)")
+		os.Exit(2)
+	}
+	for _, s := range strings.Split(subjects, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.subjects = append(cfg.subjects, s)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, err := run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+	}
+	os.Exit(code)
+}
+
+func run(ctx context.Context, cfg config) (int, error) {
+	if cfg.stateDir == "" {
+		dir, err := os.MkdirTemp("", "nodelet-bench-")
+		if err != nil {
+			return 1, err
+		}
+		defer os.RemoveAll(dir)
+		cfg.stateDir = dir
+	}
+	cri, err := dialCRI(ctx, cfg.endpoint)
+	if err != nil {
+		return 1, err
+	}
+	defer cri.conn.Close()
+	if err := cri.requireImages(ctx, busyboxImage, pauseImage); err != nil {
+		return 1, err
+	}
+	if err := cri.clean(ctx); err != nil {
+		return 1, err
+	}
+
+	env := describeEnv(ctx, cfg, cri)
+	var results []*result
+	failed := false
+	for _, s := range cfg.subjects {
+		r := runLeg(ctx, cfg, cri, s)
+		results = append(results, r)
+		if r.err != nil {
+			failed = true
+			logf("%s: FAILED: %v", s, r.err)
+		}
+		if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
+			return 1, err
+		}
+		removeBenchLogs()
+		if ctx.Err() != nil {
+			return 1, ctx.Err()
+		}
+	}
+
+	section := render(cfg, env, results)
+	fmt.Println(section)
+	if cfg.doc != "" {
+		if failed {
+			logf("not updating %s: a leg failed", cfg.doc)
+		} else if err := updateDoc(cfg.doc, section); err != nil {
+			return 1, err
+		} else {
+			logf("updated %s", cfg.doc)
+		}
+	}
+	if failed {
+		return 1, errors.New("a leg failed")
+	}
+	return 0, nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func runLeg(ctx context.Context, cfg config, cri *criClient, subject string) *result {
+	r := &result{subject: subject, load: loadavg()}
+	dir := filepath.Join(cfg.stateDir, subject)
+	var l leg
+	switch subject {
+	case "raw":
+		l = &rawLeg{cri: cri, logDir: filepath.Join(dir, "logs")}
+	case "upstream", "nodelet":
+		a, err := newAgent(subject, dir, cfg.readOnlyPort)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		argv := upstreamArgv(cfg.kubelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
+		if subject == "nodelet" {
+			argv = nodeletArgv(cfg.nodelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
+		}
+		l = &agentLeg{a: a, argv: argv, poll: cfg.poll, timeout: 60 * time.Second}
+	default:
+		r.err = fmt.Errorf("unknown subject %q (raw, upstream, nodelet)", subject)
+		return r
+	}
+	defer l.stop()
+
+	logf("%s: starting", subject)
+	d, err := l.start(ctx)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "not available") {
+			r.notAvailable = err.Error()
+			logf("%s: %v", subject, err)
+		} else {
+			r.err = err
+		}
+		return r
+	}
+	r.startup = d
+
+	logf("%s: %d sequential pods", subject, cfg.pods)
+	for i := 0; i < cfg.pods; i++ {
+		d, err := l.one(ctx, fmt.Sprintf("seq-%02d", i))
+		if err != nil {
+			r.err = fmt.Errorf("sequential pod %d: %w", i, err)
+			return r
+		}
+		r.seq = append(r.seq, d)
+	}
+
+	logf("%s: burst of %d pods", subject, cfg.burst)
+	ids := make([]string, cfg.burst)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("burst-%02d", i)
+	}
+	r.burst, err = l.burst(ctx, ids)
+	if err != nil {
+		r.err = fmt.Errorf("burst: %w", err)
+		return r
+	}
+	if pid := l.pid(); pid > 0 {
+		if r.rssKiB, r.hwmKiB, err = procMem(pid); err != nil {
+			r.err = err
+			return r
+		}
+	}
+	if cfg.runtimePID > 0 {
+		r.runtimeRSSKiB, _, _ = procMem(cfg.runtimePID)
+	}
+
+	logf("%s: settle %s, then idle %s with %d pods", subject, cfg.settle, cfg.idle, cfg.pods+cfg.burst)
+	if err := sleep(ctx, cfg.settle); err != nil {
+		r.err = err
+		return r
+	}
+	cpu0, rcpu0 := cpuOf(l.pid()), cpuOf(cfg.runtimePID)
+	if err := sleep(ctx, cfg.idle); err != nil {
+		r.err = err
+		return r
+	}
+	if l.pid() > 0 {
+		r.idleCPU = cpuOf(l.pid()) - cpu0
+	}
+	if cfg.runtimePID > 0 {
+		r.runtimeIdleCPU = cpuOf(cfg.runtimePID) - rcpu0
+	}
+	if a, ok := l.(*agentLeg); ok && !a.a.alive() {
+		r.err = fmt.Errorf("%s exited during the idle window; see %s", subject, a.a.logFile)
+	}
+	logf("%s: done", subject)
+	return r
+}
+
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func cpuOf(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	s, _ := procCPU(pid)
+	return s
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// percentile is the nearest-rank percentile (p in 0..100) of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	rank := int(p/100*float64(len(s)) + 0.999999)
+	if rank < 1 {
+		rank = 1
+	}
+	if rank > len(s) {
+		rank = len(s)
+	}
+	return s[rank-1]
+}

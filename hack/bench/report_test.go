@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReplaceSection(t *testing.T) {
+	doc := "# B\n\nprose\n\n" + beginMarker + "\nold\n" + endMarker + "\n\nafter\n"
+	got, err := replaceSection(doc, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# B\n\nprose\n\n" + beginMarker + "\nnew\n" + endMarker + "\n\nafter\n"
+	if got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	got, err = replaceSection("# B\n", "x")
+	if err != nil || !strings.HasSuffix(got, beginMarker+"\nx\n"+endMarker+"\n") {
+		t.Fatalf("append: %q, %v", got, err)
+	}
+	if _, err := replaceSection(endMarker+beginMarker, "x"); err == nil {
+		t.Fatal("want error for markers out of order")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var ds []time.Duration
+	for i := 20; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	if got := percentile(ds, 50); got != 10*time.Millisecond {
+		t.Errorf("p50 = %v", got)
+	}
+	if got := percentile(ds, 99); got != 20*time.Millisecond {
+		t.Errorf("p99 = %v", got)
+	}
+	if got := percentile(nil, 50); got != 0 {
+		t.Errorf("empty = %v", got)
+	}
+}
+
+func TestRenderRatiosAndMissing(t *testing.T) {
+	cfg := config{pods: 2, burst: 3, idle: 10 * time.Second, runtimePID: 1}
+	seq := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}
+	res := []*result{
+		{subject: "raw", seq: seq, burst: time.Second},
+		{subject: "upstream", seq: seq, burst: 2 * time.Second, rssKiB: 100 << 10, idleCPU: 1},
+		{subject: "nodelet", seq: seq, burst: time.Second, rssKiB: 25 << 10, idleCPU: 0.5},
+	}
+	out := render(cfg, envInfo{}, res)
+	for _, want := range []string{"| 3 pods at once → all running | 1.00 s | 2.00 s | 1.00 s | 1.00× | 0.50× |", "25.0 MiB", "0.25×"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	res[2] = &result{subject: "nodelet", notAvailable: "not available: no binary"}
+	out = render(cfg, envInfo{}, res)
+	if !strings.Contains(out, "| n/a | — | — |") || !strings.Contains(out, "not available: no binary") {
+		t.Errorf("not-available leg not shown:\n%s", out)
+	}
+}
