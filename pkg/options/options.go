@@ -138,7 +138,7 @@ func Defaults() *Options {
 		PodLogsDir:                  "/var/log/pods",
 		ContainerLogMaxSize:         "10Mi",
 		ContainerLogMaxFiles:        5,
-		ImageGCHighThresholdPercent: 85,
+		ImageGCHighThresholdPercent: 90, // the project brief's default; upstream v1beta1 moved to 85
 		ImageGCLowThresholdPercent:  80,
 		ImageMinimumGCAge:           2 * time.Minute,
 		MaxPods:                     110,
