@@ -114,8 +114,16 @@ func TestPlanContainerGC(t *testing.T) {
 			name: "min age: by finish time when known, else creation",
 			containers: []Container{
 				dead("new", "gone", "a", 2, 0, ""),
-				func() Container { c := dead("fin-recent", "gone", "a", 1, 60, ""); c.FinishedAt = t0.Add(-30 * time.Second); return c }(),
-				func() Container { c := dead("fin-old", "gone", "a", 0, 60, ""); c.FinishedAt = t0.Add(-time.Minute); return c }(),
+				func() Container {
+					c := dead("fin-recent", "gone", "a", 1, 60, "")
+					c.FinishedAt = t0.Add(-30 * time.Second)
+					return c
+				}(),
+				func() Container {
+					c := dead("fin-old", "gone", "a", 0, 60, "")
+					c.FinishedAt = t0.Add(-time.Minute)
+					return c
+				}(),
 				dead("created-old", "gone", "b", 0, 60, ""),
 			},
 			wanted:         wantPods(),

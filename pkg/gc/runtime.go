@@ -35,7 +35,9 @@ const PodUIDLabel = "io.kubernetes.pod.uid"
 // NewCRIRuntime adapts the generated CRI runtime gRPC client to Runtime.
 func NewCRIRuntime(rs runtimeapi.RuntimeServiceClient) Runtime { return criRuntime{rs} }
 
-type criRuntime struct{ rs runtimeapi.RuntimeServiceClient }
+type criRuntime struct {
+	rs runtimeapi.RuntimeServiceClient
+}
 
 func (c criRuntime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	resp, err := c.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})

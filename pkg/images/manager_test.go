@@ -117,7 +117,7 @@ func img(id, tag string, size uint64) *runtimeapi.Image {
 
 type clock struct{ t time.Time }
 
-func (c *clock) now() time.Time           { return c.t }
+func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func newTestManager(t *testing.T, f *fakeRuntime, p Policy, c *clock) (*Manager, *record.FakeRecorder, *prometheus.Registry) {
