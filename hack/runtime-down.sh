@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Stops the runtime hack/runtime-up.sh started for STATE_DIR and removes what it left on the host: pod
+# sandboxes and containers, containerd and its shims, mounts under STATE_DIR, the pods' CNI state (IP
+# reservations, iptables rules, veths) and, when no other runtime still uses it, the nodelet0 bridge.
+#
+#   hack/runtime-down.sh [--purge] [STATE_DIR]     (default: _state/runtime under the repo)
+#
+# Without --purge the images stay in STATE_DIR, so the next runtime-up is quick. With --purge STATE_DIR
+# is deleted. Whatever is already gone is skipped; it fails only when something it found stays behind.
+set -euo pipefail
+
+# shellcheck source=hack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+purge=0
+state_arg=""
+for arg in "$@"; do
+  case "$arg" in
+    --purge) purge=1 ;;
+    -h | --help)
+      sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    -*) die "unknown flag $arg" ;;
+    *)
+      [[ -z "$state_arg" ]] || die "usage: $0 [--purge] [STATE_DIR]"
+      state_arg="$arg"
+      ;;
+  esac
+done
+runtime_paths "${state_arg:-$NODELET_ROOT/_state/runtime}"
+require_root
+
+if [[ ! -d "$RT_STATE_DIR" ]]; then
+  log "$RT_STATE_DIR does not exist; nothing to do"
+  exit 0
+fi
+if [[ "$RT_STATE_DIR" == / || ! -e "$RT_MARKER" ]] && [[ -n "$(ls -A "$RT_STATE_DIR")" ]]; then
+  # Everything below kills, unmounts and deletes by path: never do that to a directory we did not set up.
+  die "$RT_STATE_DIR was not created by hack/runtime-up.sh (no $(basename "$RT_MARKER")); refusing to touch it"
+fi
+
+# Wait for a runtime-up still working on this dir (it holds the lock until it exits), so we do not tear
+# down under it. containerd itself never holds the lock.
+exec 8>>"$RT_STATE_DIR/.lock"
+flock -w 300 8 || log "WARNING: $RT_STATE_DIR/.lock still held after 300s; tearing down anyway"
+
+failed=0
+warn() { log "WARNING: $*"; failed=1; }
+
+# ---- 1. what ran here: pod sandbox and container IDs --------------------------------------------------
+# Taken from the CRI plugin's on-disk directories as well as from containerd, so a crashed containerd does
+# not hide pods whose IPs and iptables rules still need releasing. CNI keys all its state by sandbox ID.
+declare -A ids=()
+for d in "$RT_STATE_DIR"/root/io.containerd.grpc.v1.cri/{sandboxes,containers}/*/; do
+  if [[ -d "$d" ]]; then ids["$(basename "$d")"]=1; fi
+done
+
+cpid="$(containerd_pid)"
+if [[ -n "$cpid" ]] && containerd_answers; then
+  # ---- 2. stop pods through containerd while it is still there ----------------------------------------
+  if command -v crictl >/dev/null; then
+    # crictl goes through CRI, which also runs CNI DEL: the cleanest teardown when it is installed.
+    for p in $(timeout 20 crictl --runtime-endpoint "$RT_ENDPOINT" pods -q 2>/dev/null || true); do
+      timeout 30 crictl --runtime-endpoint "$RT_ENDPOINT" stopp "$p" >/dev/null 2>&1 || true
+      timeout 30 crictl --runtime-endpoint "$RT_ENDPOINT" rmp -f "$p" >/dev/null 2>&1 || true
+    done
+  fi
+  for c in $(ctr_rt containers ls -q 2>/dev/null || true); do ids["$c"]=1; done
+  for t in $(ctr_rt tasks ls -q 2>/dev/null || true); do
+    # SIGKILL: a test runtime being torn down owes its pods no grace period.
+    CTR_TIMEOUT=10 ctr_rt tasks kill -a -s SIGKILL "$t" >/dev/null 2>&1 || true
+  done
+  for t in $(ctr_rt tasks ls -q 2>/dev/null || true); do
+    CTR_TIMEOUT=10 ctr_rt tasks rm -f "$t" >/dev/null 2>&1 || true
+  done
+  for c in $(ctr_rt containers ls -q 2>/dev/null || true); do
+    # Also removes the container's rootfs snapshot; the images stay.
+    CTR_TIMEOUT=10 ctr_rt containers rm "$c" >/dev/null 2>&1 || true
+  done
+fi
+log "found ${#ids[@]} pod sandbox/container IDs"
+
+# ---- 3. stop containerd ---------------------------------------------------------------------------
+if [[ -n "$cpid" ]]; then
+  log "stopping containerd pid $cpid"
+  kill_and_wait "$cpid" 10
+  pid_alive "$cpid" && warn "containerd pid $cpid survived SIGKILL"
+fi
+
+# ---- 4. containers containerd did not get to: force-delete through runc, then the shims --------------
+# runc's state for this runtime lives under STATE_DIR/runc (config.toml sets Root), so this touches no
+# other runtime's containers. `delete --force` SIGKILLs the container's processes and removes its cgroup.
+if [[ -d "$RT_RUNC_ROOT" ]]; then
+  for nsroot in "$RT_RUNC_ROOT"/*/; do
+    [[ -d "$nsroot" ]] || continue
+    for c in $(runc --root "$nsroot" list -q 2>/dev/null || true); do
+      ids["$c"]=1
+      runc --root "$nsroot" delete --force "$c" >/dev/null 2>&1 || warn "runc delete --force $c failed"
+    done
+  done
+fi
+# Shims outlive containerd on purpose (that is how containerd restarts without killing pods); ours are
+# the ones started with "-address STATE_DIR/containerd.sock". Their containers are dead by now, so
+# SIGKILL straight away: a shim without its containerd has nothing to flush.
+shims=()
+for d in /proc/[0-9]*; do
+  pid="${d#/proc/}"
+  proc_comm "$pid"
+  [[ "$PROC_COMM" == containerd-shim* ]] || continue
+  if pid_cmdline_has "$pid" "$RT_SOCK"; then shims+=("$pid"); fi
+done
+if ((${#shims[@]} > 0)); then
+  log "killing ${#shims[@]} shim(s)"
+  kill -KILL "${shims[@]}" 2>/dev/null || true
+  for pid in "${shims[@]}"; do
+    for ((i = 0; i < 50; i++)); do
+      pid_alive "$pid" || break
+      sleep 0.1
+    done
+    if pid_alive "$pid"; then warn "shim pid $pid survived SIGKILL"; fi
+  done
+fi
+
+# Pods created without a cgroup parent land under <controller>/k8s.io; runc removes each container's
+# cgroup but not that shared parent. rmdir removes a cgroup only when it is empty, so a parent another
+# runtime still uses is left alone.
+for cg in /sys/fs/cgroup/*/k8s.io /sys/fs/cgroup/k8s.io; do
+  if [[ -d "$cg" ]]; then rmdir "$cg" 2>/dev/null || true; fi
+done
+
+# ---- 5. unmount everything under STATE_DIR ---------------------------------------------------------
+# Container rootfs overlays, sandbox /dev/shm tmpfs and (netns_mounts_under_state_dir) pinned network
+# namespaces. Deepest first; lazy as a last resort so a busy mount cannot block the rest of the teardown.
+mounts_under_state() {
+  findmnt -rn -o TARGET 2>/dev/null | while IFS= read -r m; do
+    m="$(printf '%b' "$m")" # findmnt -r escapes odd characters as \xNN
+    if [[ "$m" == "$RT_STATE_DIR" || "$m" == "$RT_STATE_DIR"/* ]]; then printf '%s\n' "$m"; fi
+  done | sort -r
+}
+for attempt in 1 2 3; do
+  mapfile -t mounts < <(mounts_under_state)
+  if ((${#mounts[@]} == 0)); then break; fi
+  for m in "${mounts[@]}"; do
+    if ((attempt < 3)); then umount "$m" 2>/dev/null || true; else umount -l "$m" 2>/dev/null || true; fi
+  done
+done
+mapfile -t mounts < <(mounts_under_state)
+((${#mounts[@]} == 0)) || warn "still mounted under $RT_STATE_DIR: ${mounts[*]}"
+
+# ---- 6. CNI state of our pods ----------------------------------------------------------------------
+# Nothing ran CNI DEL for pods killed above, so release by sandbox ID what the bridge, host-local and
+# portmap plugins set up. Everything else on the shared bridge belongs to other runtimes and stays.
+result_dir=/var/lib/cni/results # libcni's cache of ADD results, one file per network/container/ifname
+nat_rules="$(iptables -t nat -S 2>/dev/null || true)"
+declare -A chains=() ipam_owner=()
+# host-local IP reservations: one file per IP whose first line is the sandbox ID holding it.
+for f in "$NODELET_IPAM_DIR/$NODELET_CNI_NETWORK"/*; do
+  [[ -f "$f" ]] || continue
+  owner=""
+  read -r owner <"$f" || true
+  owner="${owner%$'\r'}" # host-local ends its lines with \r\n
+  if [[ -n "$owner" ]]; then ipam_owner["$owner"]="$f"; fi
+done
+for id in "${!ids[@]}"; do
+  [[ "$id" =~ ^[A-Za-z0-9_.-]+$ ]] || continue
+  # The host side of the pod's veth, from the cached ADD result, in case it outlived the netns.
+  for f in "$result_dir/$NODELET_CNI_NETWORK-$id-"*; do
+    [[ -f "$f" ]] || continue
+    while IFS= read -r veth; do
+      ip link del "$veth" 2>/dev/null || true
+    done < <(grep -o '"name":"veth[^"]*"' "$f" | cut -d'"' -f4)
+  done
+  rm -f "$result_dir/$NODELET_CNI_NETWORK-$id-"* "$result_dir/cni-loopback-$id-"*
+  if [[ -n "${ipam_owner[$id]:-}" ]]; then rm -f "${ipam_owner[$id]}"; fi
+  # iptables: bridge's ipMasq and portmap's DNAT rules carry the comment 'name: "nodelet" id: "<id>"'.
+  # Delete those rules, then the per-pod chains they jumped to.
+  while IFS= read -r rule; do
+    [[ -n "$rule" ]] || continue
+    target="$(sed -n 's/.* -j \(CNI-[A-Za-z0-9-]*\).*/\1/p' <<<"$rule")"
+    # The rule text comes from iptables -S, which quotes the comment so that the shell can re-read it.
+    eval "iptables -t nat -D ${rule#-A }" 2>/dev/null || true
+    if [[ -n "$target" && "$target" != CNI-HOSTPORT-* ]]; then chains["$target"]=1; fi
+  done < <(grep -F "id: \\\"$id\\\"" <<<"$nat_rules" | grep '^-A ' || true)
+done
+for chain in "${!chains[@]}"; do
+  iptables -t nat -F "$chain" 2>/dev/null || true
+  iptables -t nat -X "$chain" 2>/dev/null || true
+done
+
+# The bridge is shared by every runtime on this host; the last one down removes it and the empty IPAM
+# store. Ports still attached mean another runtime has pods: leave both.
+if [[ -d "/sys/class/net/$NODELET_BRIDGE" ]]; then
+  if [[ -z "$(ls -A "/sys/class/net/$NODELET_BRIDGE/brif" 2>/dev/null || true)" ]]; then
+    ip link del "$NODELET_BRIDGE" 2>/dev/null || warn "could not delete bridge $NODELET_BRIDGE"
+  else
+    log "bridge $NODELET_BRIDGE still has ports of other runtimes' pods; leaving it to them"
+  fi
+fi
+if [[ ! -d "/sys/class/net/$NODELET_BRIDGE" && -d "$NODELET_IPAM_DIR/$NODELET_CNI_NETWORK" ]]; then
+  if ! compgen -G "$NODELET_IPAM_DIR/$NODELET_CNI_NETWORK/[0-9]*.[0-9]*.[0-9]*.[0-9]*" >/dev/null; then
+    rm -rf "${NODELET_IPAM_DIR:?}/${NODELET_CNI_NETWORK:?}"
+    rmdir "$NODELET_IPAM_DIR" "$(dirname "$NODELET_IPAM_DIR")" 2>/dev/null || true
+  fi
+fi
+
+rm -f "$RT_SOCK" "$RT_SOCK.ttrpc" "$RT_PIDFILE"
+
+# ---- 7. --purge ------------------------------------------------------------------------------------
+if ((purge)); then
+  mapfile -t mounts < <(mounts_under_state)
+  if ((${#mounts[@]} > 0)); then
+    # rm -rf would descend into them (a bind mount of a host directory, say): refuse.
+    die "not purging $RT_STATE_DIR: still mounted: ${mounts[*]}"
+  fi
+  rm -rf "$RT_STATE_DIR"
+  log "purged $RT_STATE_DIR"
+fi
+
+((failed == 0)) || die "teardown of $RT_STATE_DIR left things behind (warnings above)"
+log "runtime for $RT_STATE_DIR is down"
