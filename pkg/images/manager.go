@@ -221,7 +221,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) (res Result, err error) {
 		if len(plan.Delete) == 0 {
 			break
 		}
-		removed, rmErr := m.remove(ctx, plan.Delete)
+		removed, rmErr := m.remove(ctx, plan.Delete, u.Mountpoint, policy.LowThresholdPercent)
 		if rmErr != nil {
 			errs = append(errs, rmErr)
 		}
@@ -298,8 +298,11 @@ func (m *Manager) detect(ctx context.Context) (detection, error) {
 
 // remove removes the planned images in order. Just before, it looks at the
 // runtime again and skips any image that became used since the plan was made
-// (a container created meanwhile). It continues past errors.
-func (m *Manager) remove(ctx context.Context, planned []ImageRecord) ([]ImageRecord, error) {
+// (a container created meanwhile). After each removal it measures the
+// filesystem and stops once usage is below lowPercent: the runtime's image
+// sizes are an estimate (containerd keeps a layer both as a blob and
+// unpacked), the filesystem's figures are not. It continues past errors.
+func (m *Manager) remove(ctx context.Context, planned []ImageRecord, mountpoint string, lowPercent int) ([]ImageRecord, error) {
 	logger := klog.FromContext(ctx).WithName("image-gc")
 	d, err := m.detect(ctx)
 	if err != nil {
@@ -317,17 +320,19 @@ func (m *Manager) remove(ctx context.Context, planned []ImageRecord) ([]ImageRec
 			errs = append(errs, err)
 			continue
 		}
+		delete(m.records, img.ID)
 		if gone {
 			logger.V(2).Info("Image already gone", "image", img.ID)
-			delete(m.records, img.ID)
 			continue
 		}
 		logger.Info("Removed image", "image", img.ID, "tags", tagsOf(d.images, img.ID), "sizeBytes", img.Size,
 			"lastUsed", img.LastUsed, "firstSeen", img.FirstSeen)
-		delete(m.records, img.ID)
 		m.metrics.imagesRemoved.Inc()
 		m.metrics.bytesFreed.Add(float64(img.Size))
 		removed = append(removed, img)
+		if c, a, err := m.statfs(mountpoint); err == nil && !(FsUsage{Capacity: c, Available: min(a, c)}).AtOrAbove(lowPercent) {
+			break
+		}
 	}
 	return removed, errors.Join(errs...)
 }

@@ -463,3 +463,25 @@ type imageFsInfoFunc func(context.Context) (*runtimeapi.ImageFsInfoResponse, err
 func (f imageFsInfoFunc) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
 	return f(ctx)
 }
+
+func TestGarbageCollectStopsWhenMeasuredBelowLow(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	// Each image frees twice its reported size (blob + unpacked snapshot).
+	f := newFake(1000, 650, img("sha256:x", "x:1", 50), img("sha256:y", "y:1", 50), img("sha256:z", "z:1", 50))
+	for id := range f.images {
+		f.frees[id] = 100
+	}
+	m, _, _ := newTestManager(t, f, Policy{HighThresholdPercent: 90, LowThresholdPercent: 80}, c)
+	res, err := m.GarbageCollect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 950: the plan (sizes) says x, y, z (150 >= 151? no: all three and short);
+	// measured, x and y bring it to 750.
+	if got := strings.Join(ids(res.Removed), ","); got != "sha256:x,sha256:y" {
+		t.Errorf("removed %s", got)
+	}
+	if res.After.Used() != 750 || res.Shortfall != 0 {
+		t.Errorf("result %+v", res)
+	}
+}
