@@ -53,7 +53,8 @@ warn() { log "WARNING: $*"; failed=1; }
 # not hide pods whose IPs and iptables rules still need releasing. CNI keys all its state by sandbox ID.
 declare -A ids=()
 for d in "$RT_STATE_DIR"/root/io.containerd.grpc.v1.cri/{sandboxes,containers}/*/; do
-  if [[ -d "$d" ]]; then ids["$(basename "$d")"]=1; fi
+  d="${d%/}"
+  if [[ -d "$d" ]]; then ids["${d##*/}"]=1; fi
 done
 
 cpid="$(containerd_pid)"
@@ -134,7 +135,7 @@ done
 # namespaces. Deepest first; lazy as a last resort so a busy mount cannot block the rest of the teardown.
 mounts_under_state() {
   findmnt -rn -o TARGET 2>/dev/null | while IFS= read -r m; do
-    m="$(printf '%b' "$m")" # findmnt -r escapes odd characters as \xNN
+    printf -v m '%b' "$m" # findmnt -r escapes odd characters as \xNN
     if [[ "$m" == "$RT_STATE_DIR" || "$m" == "$RT_STATE_DIR"/* ]]; then printf '%s\n' "$m"; fi
   done | sort -r
 }

@@ -138,19 +138,61 @@ EOF
 }
 
 # ---- images ----------------------------------------------------------------------------------------
+# Built archives are cached across state dirs (every e2e test starts a fresh one), keyed by a hash of
+# everything they are made from; importing a cached archive takes a fraction of a second.
 
 BUILD_DIR="$RT_STATE_DIR/images"
-MKIMAGE="$RT_STATE_DIR/bin/mkimage"
+IMAGE_CACHE="${NODELET_IMAGE_CACHE:-$NODELET_ROOT/_output/images}"
+BUSYBOX_BIN="$(readlink -f /bin/busybox)"
 
 go_build() {
   # -buildvcs=false: stamping runs git, which is slow and fails on a tree another engineer is editing.
   (cd "$NODELET_ROOT" && CGO_ENABLED=0 go build -trimpath -buildvcs=false "$@")
 }
 
-build_mkimage() {
-  [[ -x "$MKIMAGE" ]] && return 0
+# build_tools builds mkimage and the pause binary with one go invocation (one module load, parallel
+# compiles). Static (CGO_ENABLED=0): the pause image has no libc. Stripped: it is loaded into every pod.
+build_tools() {
   require_cmd go
-  go_build -o "$MKIMAGE" ./hack/mkimage || die "building hack/mkimage failed"
+  mkdir -p "$RT_STATE_DIR/bin"
+  go_build -ldflags='-s -w' -o "$RT_STATE_DIR/bin/" ./hack/mkimage ./images/pause \
+    || die "building hack/mkimage and images/pause failed"
+}
+
+build_pause() { # OUT
+  local root="$BUILD_DIR/pause-root"
+  rm -rf "$root"
+  mkdir -p "$root"
+  ln -f "$RT_STATE_DIR/bin/pause" "$root/pause"
+  # 65535:65535 as upstream's pause image: the infra container needs no privileges.
+  "$RT_STATE_DIR/bin/mkimage" --out "$1" --name "$PAUSE_IMAGE" --root "$root" \
+    --entrypoint '["/pause"]' --user 65535:65535 >/dev/null
+}
+
+build_busybox() { # OUT
+  local root="$BUILD_DIR/busybox-root" applet links=()
+  # Must be the static one: the image has no libc for a dynamic busybox to load.
+  if ldd "$BUSYBOX_BIN" 2>/dev/null | grep -q '=>'; then
+    die_env "$BUSYBOX_BIN is dynamically linked; install busybox-static"
+  fi
+  rm -rf "$root"
+  mkdir -p "$root"/{bin,etc,root,tmp,home,var/www,usr/sbin,sbin}
+  cp "$BUSYBOX_BIN" "$root/bin/busybox"
+  # Like the official busybox image: every applet in /bin. Made by mkimage in the layer itself
+  # (--symlink) rather than with ln -s: ~270 processes take seconds on a loaded 2-core machine.
+  while IFS= read -r applet; do
+    [[ -n "$applet" && "$applet" != busybox ]] || continue
+    links+=(--symlink "/bin/$applet=busybox")
+  done < <("$BUSYBOX_BIN" --list)
+  # Scripts with "#!/usr/bin/env sh" are common in test pods.
+  links+=(--symlink "/usr/bin/env=/bin/busybox")
+  chmod 1777 "$root/tmp"
+  chmod 0700 "$root/root"
+  # Names for the users tests run as (root, and nobody for runAsNonRoot checks).
+  printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'daemon:x:1:1:daemon:/usr/sbin:/bin/false' \
+    'nobody:x:65534:65534:nobody:/home:/bin/false' >"$root/etc/passwd"
+  printf '%s\n' 'root:x:0:' 'daemon:x:1:' 'nogroup:x:65534:' >"$root/etc/group"
+  "$RT_STATE_DIR/bin/mkimage" --out "$1" --name "$BUSYBOX_IMAGE" --root "$root" --cmd '["sh"]' "${links[@]}" >/dev/null
 }
 
 import_image() { # NAME TAR
@@ -158,64 +200,41 @@ import_image() { # NAME TAR
   log "imported $1"
 }
 
-build_pause() {
-  local root="$BUILD_DIR/pause-root"
-  rm -rf "$root"
-  mkdir -p "$root"
-  require_cmd go
-  # Static (CGO_ENABLED=0): the image has no libc. Stripped: it is loaded into every pod.
-  go_build -ldflags='-s -w' -o "$root/pause" ./images/pause || die "building images/pause failed"
-  # 65535:65535 as upstream's pause image: the infra container needs no privileges.
-  "$MKIMAGE" --out "$BUILD_DIR/pause.tar" --name "$PAUSE_IMAGE" --root "$root" \
-    --entrypoint '["/pause"]' --user 65535:65535 >/dev/null
-  import_image "$PAUSE_IMAGE" "$BUILD_DIR/pause.tar"
-  # containerd >= 1.7 reads this label and reports the image as pinned over CRI, which keeps image GC
-  # from deleting the sandbox image; 1.6 ignores it (see docs/RUNTIME.md).
-  ctr_rt images label "$PAUSE_IMAGE" io.cri-containerd.pinned=pinned >/dev/null
-}
-
-build_busybox() {
-  local root="$BUILD_DIR/busybox-root" bb applet
-  bb="$(readlink -f /bin/busybox)"
-  # Must be the static one: the image has no libc for a dynamic busybox to load.
-  if ldd "$bb" 2>/dev/null | grep -q '=>'; then
-    die_env "$bb is dynamically linked; install busybox-static"
-  fi
-  rm -rf "$root"
-  mkdir -p "$root"/{bin,etc,root,tmp,home,var/www,usr/bin,usr/sbin,sbin}
-  cp "$bb" "$root/bin/busybox"
-  # Like the official busybox image: every applet in /bin. Symlinks, not --install's hard links, so the
-  # layer stays one copy of the binary however it is unpacked.
-  while IFS= read -r applet; do
-    [[ -n "$applet" && "$applet" != busybox ]] || continue
-    ln -s busybox "$root/bin/$applet"
-  done < <("$bb" --list)
-  # Scripts with "#!/usr/bin/env sh" are common in test pods.
-  ln -s ../../bin/busybox "$root/usr/bin/env"
-  chmod 1777 "$root/tmp"
-  chmod 0700 "$root/root"
-  # Names for the users tests run as (root, and nobody for runAsNonRoot checks).
-  printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'daemon:x:1:1:daemon:/usr/sbin:/bin/false' \
-    'nobody:x:65534:65534:nobody:/home:/bin/false' >"$root/etc/passwd"
-  printf '%s\n' 'root:x:0:' 'daemon:x:1:' 'nogroup:x:65534:' >"$root/etc/group"
-  "$MKIMAGE" --out "$BUILD_DIR/busybox.tar" --name "$BUSYBOX_IMAGE" --root "$root" --cmd '["sh"]' >/dev/null
-  import_image "$BUSYBOX_IMAGE" "$BUILD_DIR/busybox.tar"
-}
-
 ensure_images() {
-  local have
+  local have need=()
   have="$(ctr_rt images ls -q)"
-  local need_pause=1 need_busybox=1
-  grep -qxF "$PAUSE_IMAGE" <<<"$have" && need_pause=0
-  grep -qxF "$BUSYBOX_IMAGE" <<<"$have" && need_busybox=0
-  if ((need_pause == 0 && need_busybox == 0)); then
+  grep -qxF "$PAUSE_IMAGE" <<<"$have" || need+=(pause)
+  grep -qxF "$BUSYBOX_IMAGE" <<<"$have" || need+=(busybox)
+  if ((${#need[@]} == 0)); then
     log "images already present: $PAUSE_IMAGE $BUSYBOX_IMAGE"
     return 0
   fi
-  mkdir -p "$BUILD_DIR"
-  build_mkimage
-  ((need_pause == 0)) || build_pause
-  ((need_busybox == 0)) || build_busybox
+
+  mkdir -p "$IMAGE_CACHE" 2>/dev/null || IMAGE_CACHE="$BUILD_DIR"
+  mkdir -p "$BUILD_DIR" "$IMAGE_CACHE"
+  local key
+  key="$(cat "$NODELET_ROOT/images/pause/main.go" "$NODELET_ROOT/hack/mkimage/main.go" "$BUSYBOX_BIN" \
+    "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
+
+  local img tar built=0
+  for img in "${need[@]}"; do
+    tar="$IMAGE_CACHE/$img-$key.tar"
+    if [[ ! -s "$tar" ]]; then
+      ((built)) || build_tools
+      built=1
+      "build_$img" "$tar"
+      # Archives of older inputs are dead weight now.
+      find "$IMAGE_CACHE" -maxdepth 1 -name "$img-*.tar" ! -name "$img-$key.tar" -delete 2>/dev/null || true
+    fi
+    if [[ "$img" == busybox ]]; then
+      import_image "$BUSYBOX_IMAGE" "$tar"
+    else
+      import_image "$PAUSE_IMAGE" "$tar"
+      # containerd >= 1.7 reads this label and reports the image as pinned over CRI, which keeps image
+      # GC from deleting the sandbox image; 1.6 ignores it (see docs/RUNTIME.md).
+      ctr_rt images label "$PAUSE_IMAGE" io.cri-containerd.pinned=pinned >/dev/null
+    fi
+  done
 }
 
 # ---- main ------------------------------------------------------------------------------------------

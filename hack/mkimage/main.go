@@ -56,7 +56,12 @@ type options struct {
 	FillerBytes int64
 	FillerSeed  uint64 // 0: random filler
 	FillerPath  string
+	// Symlinks are added to the layer without existing on disk: making hundreds of them with ln -s
+	// (busybox's applets) costs a process each, which is seconds on a loaded 2-core machine.
+	Symlinks []symlink
 }
+
+type symlink struct{ Path, Target string }
 
 // result describes what was written; printed as one line so scripts and tests can pick values out.
 type result struct {
@@ -73,9 +78,9 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func main() {
 	var (
-		o                  options
-		names, env, labels stringList
-		entrypoint, cmd    string
+		o                            options
+		names, env, labels, symlinks stringList
+		entrypoint, cmd              string
 	)
 	flag.StringVar(&o.Out, "out", "", "output docker-archive tar (required)")
 	flag.Var(&names, "name", "image reference to tag the image with, e.g. docker.io/library/busybox:1.35 (repeatable, required)")
@@ -90,6 +95,7 @@ func main() {
 	flag.Int64Var(&o.FillerBytes, "filler-bytes", 0, "add a file of this many random, incompressible bytes to the layer")
 	flag.Uint64Var(&o.FillerSeed, "filler-seed", 0, "seed for the filler bytes (0 = random, so every image is distinct)")
 	flag.StringVar(&o.FillerPath, "filler-path", "/filler", "path of the filler file inside the image")
+	flag.Var(&symlinks, "symlink", "PATH=TARGET: add a symlink at PATH in the image pointing to TARGET (repeatable)")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fatalf("unexpected arguments: %q", flag.Args())
@@ -103,6 +109,13 @@ func main() {
 	}
 	if o.Cmd, err = parseArgv(cmd); err != nil {
 		fatalf("--cmd: %v", err)
+	}
+	for _, l := range symlinks {
+		p, target, ok := strings.Cut(l, "=")
+		if !ok {
+			fatalf("--symlink %q: want PATH=TARGET", l)
+		}
+		o.Symlinks = append(o.Symlinks, symlink{Path: p, Target: target})
 	}
 	if len(labels) > 0 {
 		o.Labels = map[string]string{}
@@ -163,12 +176,17 @@ func (o *options) validate() error {
 	if o.FillerBytes < 0 {
 		return errors.New("--filler-bytes must not be negative")
 	}
-	if o.FillerBytes > 0 && (o.FillerPath == "" || o.FillerPath == "/") {
+	if o.FillerBytes > 0 && entryName(o.FillerPath) == "" {
 		return errors.New("--filler-path must name a file")
 	}
 	for _, e := range o.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return fmt.Errorf("--env %q: want KEY=VALUE", e)
+		}
+	}
+	for _, l := range o.Symlinks {
+		if entryName(l.Path) == "" || l.Target == "" {
+			return fmt.Errorf("--symlink %s=%s: needs a path below / and a target", l.Path, l.Target)
 		}
 	}
 	return nil
@@ -337,25 +355,73 @@ func addDir(tw *tar.Writer, name string) error {
 	return nil
 }
 
-// writeLayer writes the layer tar: the root directory's tree, then the filler file.
+// writeLayer writes the layer tar: the root directory's tree, the extra symlinks, then the filler.
 func writeLayer(w io.Writer, o options) error {
-	tw := tar.NewWriter(w)
+	l := &layer{tw: tar.NewWriter(w), seen: map[string]bool{}}
 	if o.Root != "" {
-		if err := addTree(tw, o.Root); err != nil {
+		if err := l.addTree(o.Root); err != nil {
+			return err
+		}
+	}
+	for _, sl := range o.Symlinks {
+		name := entryName(sl.Path)
+		if l.seen[name] {
+			return fmt.Errorf("--symlink %s: path already in the image", sl.Path)
+		}
+		if err := l.addParents(name); err != nil {
+			return err
+		}
+		if err := l.write(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: sl.Target, Mode: 0o777, ModTime: epoch}); err != nil {
 			return err
 		}
 	}
 	if o.FillerBytes > 0 {
-		if err := addFiller(tw, o); err != nil {
+		if err := l.addFiller(o); err != nil {
 			return err
 		}
 	}
-	return tw.Close()
+	return l.tw.Close()
+}
+
+// entryName turns an image path ("/bin/sh") into a tar entry name ("bin/sh"); "" for the root.
+func entryName(p string) string {
+	return strings.TrimPrefix(path.Clean("/"+p), "/")
+}
+
+// layer is a layer tar being written, remembering which entries it has, so that extra entries get
+// their parent directories exactly once.
+type layer struct {
+	tw   *tar.Writer
+	seen map[string]bool // entry names without trailing slash
+}
+
+func (l *layer) write(hdr *tar.Header) error {
+	if err := l.tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("layer header for %s: %w", hdr.Name, err)
+	}
+	l.seen[strings.TrimSuffix(hdr.Name, "/")] = true
+	return nil
+}
+
+// addParents writes the missing parent directories of name, outermost first. Tar readers would
+// create them implicitly, but explicit entries keep their modes predictable (0755, root).
+func (l *layer) addParents(name string) error {
+	var missing []string
+	for dir := path.Dir(name); dir != "." && dir != "/" && !l.seen[dir]; dir = path.Dir(dir) {
+		missing = append(missing, dir)
+	}
+	sort.Strings(missing)
+	for _, dir := range missing {
+		if err := l.write(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, ModTime: epoch}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addTree adds every entry below root in lexical order (filepath.WalkDir's order), owned by root:root
 // with fixed times, so the layer depends only on names, modes, link targets and contents.
-func addTree(tw *tar.Writer, root string) error {
+func (l *layer) addTree(root string) error {
 	st, err := os.Stat(root)
 	if err != nil {
 		return fmt.Errorf("root directory: %w", err)
@@ -365,7 +431,7 @@ func addTree(tw *tar.Writer, root string) error {
 	}
 	// Hard links inside the tree become tar hard links, as `docker save` does, instead of copies.
 	type inode struct{ dev, ino uint64 }
-	seen := map[inode]string{}
+	hardlinks := map[inode]string{}
 
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, walkErr error) error {
 		if walkErr != nil {
@@ -416,12 +482,12 @@ func addTree(tw *tar.Writer, root string) error {
 		case mode.IsRegular():
 			if sys != nil && sys.Nlink > 1 {
 				key := inode{uint64(sys.Dev), sys.Ino}
-				if first, ok := seen[key]; ok {
+				if first, ok := hardlinks[key]; ok {
 					hdr.Typeflag = tar.TypeLink
 					hdr.Linkname = first
 					break
 				}
-				seen[key] = name
+				hardlinks[key] = name
 			}
 			hdr.Typeflag = tar.TypeReg
 			hdr.Size = fi.Size()
@@ -440,15 +506,15 @@ func addTree(tw *tar.Writer, root string) error {
 		default:
 			return fmt.Errorf("%s: unsupported file type %v", p, mode.Type())
 		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("layer header for %s: %w", name, err)
+		if err := l.write(hdr); err != nil {
+			return err
 		}
 		if hdr.Typeflag == tar.TypeReg {
 			f, err := os.Open(p)
 			if err != nil {
 				return fmt.Errorf("open %s: %w", p, err)
 			}
-			_, err = io.Copy(tw, f)
+			_, err = io.Copy(l.tw, f)
 			f.Close()
 			if err != nil {
 				return fmt.Errorf("copy %s into layer: %w", p, err)
@@ -461,30 +527,16 @@ func addTree(tw *tar.Writer, root string) error {
 // addFiller adds o.FillerBytes random bytes at o.FillerPath, creating missing parent directories.
 // Random bytes are incompressible, so the image's stored size is what the caller asked for whatever
 // compression a runtime or registry applies.
-func addFiller(tw *tar.Writer, o options) error {
-	name := strings.TrimPrefix(path.Clean("/"+o.FillerPath), "/")
-	// Parent directories first; tar readers create them implicitly, but explicit entries keep modes sane.
-	var parents []string
-	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {
-		parents = append(parents, dir)
+func (l *layer) addFiller(o options) error {
+	name := entryName(o.FillerPath)
+	if l.seen[name] {
+		return fmt.Errorf("--filler-path %s: path already in the image", o.FillerPath)
 	}
-	sort.Strings(parents)
-	for _, dir := range parents {
-		if o.Root != "" {
-			if _, err := os.Lstat(filepath.Join(o.Root, filepath.FromSlash(dir))); err == nil {
-				continue // already added by addTree
-			}
-		}
-		if err := tw.WriteHeader(&tar.Header{
-			Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, ModTime: epoch,
-		}); err != nil {
-			return fmt.Errorf("layer header for %s: %w", dir, err)
-		}
+	if err := l.addParents(name); err != nil {
+		return err
 	}
-	if err := tw.WriteHeader(&tar.Header{
-		Typeflag: tar.TypeReg, Name: name, Size: o.FillerBytes, Mode: 0o644, ModTime: epoch,
-	}); err != nil {
-		return fmt.Errorf("layer header for filler: %w", err)
+	if err := l.write(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: o.FillerBytes, Mode: 0o644, ModTime: epoch}); err != nil {
+		return err
 	}
 	var src io.Reader = rand.Reader
 	if o.FillerSeed != 0 {
@@ -494,7 +546,7 @@ func addFiller(tw *tar.Writer, o options) error {
 		}
 		src = mrand.NewChaCha8(seed)
 	}
-	if _, err := io.CopyN(tw, src, o.FillerBytes); err != nil {
+	if _, err := io.CopyN(l.tw, src, o.FillerBytes); err != nil {
 		return fmt.Errorf("write filler: %w", err)
 	}
 	return nil

@@ -152,13 +152,68 @@ func TestBuildIsReproducible(t *testing.T) {
 	}
 }
 
+func TestSymlinksGetParentsOnce(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	must(t, os.MkdirAll(filepath.Join(root, "bin"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "bin", "busybox"), []byte("x"), 0o755))
+	o := options{
+		Out: filepath.Join(dir, "a.tar"), Names: []string{"x.io/a:1"}, Root: root, Arch: "amd64",
+		Symlinks: []symlink{{"/bin/sh", "busybox"}, {"/bin/ls", "busybox"}, {"/usr/bin/env", "/bin/busybox"}},
+	}
+	res, err := build(o)
+	must(t, err)
+	f, err := os.Open(o.Out)
+	must(t, err)
+	defer f.Close()
+	files, _ := readArchive(t, f)
+	var manifest []struct{ Layers []string }
+	must(t, json.Unmarshal(files["manifest.json"], &manifest))
+
+	tr := tar.NewReader(bytes.NewReader(files[manifest[0].Layers[0]]))
+	count := map[string]int{}
+	links := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		count[h.Name]++
+		if h.Typeflag == tar.TypeSymlink {
+			links[h.Name] = h.Linkname
+		}
+	}
+	want := map[string]string{"bin/sh": "busybox", "bin/ls": "busybox", "usr/bin/env": "/bin/busybox"}
+	if !reflect.DeepEqual(links, want) {
+		t.Errorf("symlinks = %v, want %v", links, want)
+	}
+	// bin/ comes from the tree; usr/ and usr/bin/ are made for the symlink, once each.
+	for _, d := range []string{"bin/", "usr/", "usr/bin/"} {
+		if count[d] != 1 {
+			t.Errorf("directory %s written %d times, want once", d, count[d])
+		}
+	}
+	if res.LayerSize == 0 {
+		t.Error("empty layer")
+	}
+
+	// A symlink over a path the tree already has is a mistake, not a silent duplicate entry.
+	o.Out = filepath.Join(dir, "b.tar")
+	o.Symlinks = []symlink{{"/bin/busybox", "x"}}
+	if _, err := build(o); err == nil {
+		t.Error("symlink over an existing file accepted")
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for name, o := range map[string]options{
-		"no out":      {Names: []string{"a:1"}},
-		"no name":     {Out: "x"},
-		"no tag":      {Out: "x", Names: []string{"docker.io/library/busybox"}},
-		"port no tag": {Out: "x", Names: []string{"localhost:5000/busybox"}},
-		"bad env":     {Out: "x", Names: []string{"a:1"}, Env: []string{"NOEQUALS"}},
+		"no out":       {Names: []string{"a:1"}},
+		"no name":      {Out: "x"},
+		"no tag":       {Out: "x", Names: []string{"docker.io/library/busybox"}},
+		"port no tag":  {Out: "x", Names: []string{"localhost:5000/busybox"}},
+		"bad env":      {Out: "x", Names: []string{"a:1"}, Env: []string{"NOEQUALS"}},
+		"root symlink": {Out: "x", Names: []string{"a:1"}, Symlinks: []symlink{{"/", "x"}}},
 	} {
 		if err := o.validate(); err == nil {
 			t.Errorf("%s: validate() = nil, want an error", name)
