@@ -110,3 +110,13 @@ func writeText(w http.ResponseWriter, code int, body string) {
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(body)) // a client that went away is not our error
 }
+
+// InstallReadyz adds /readyz and /readyz/{name}, answering like /healthz.
+// Readiness (every config source seen) is kept apart from health so that a
+// manifest URL that never answers does not get nodelet restarted by a
+// liveness probe.
+func InstallReadyz(mux *http.ServeMux, checks ...HealthCheck) {
+	all := append([]HealthCheck{pingCheck}, checks...)
+	mux.Handle("GET /readyz", healthzAll(all))
+	mux.Handle("GET /readyz/{name}", healthzOne(all))
+}
