@@ -40,12 +40,20 @@ type ContainerStatus struct {
 	ExitCode     int32
 	Reason       string
 	Message      string
-	Image        string // image as requested in the spec
+	Image        string // image as the runtime names it (a tag, e.g. docker.io/library/busybox:1.35)
 	ImageRef     string // resolved image ID / digest
 	Hash         uint64 // spec hash at creation, see HashContainer
 	RestartCount int    // attempt number: 0 for the first instance
 	SandboxID    string
 	LogPath      string
+	// TerminationGracePeriod is the pod's grace period in seconds when the
+	// container was created, so that a container whose pod spec is gone
+	// (an orphan) is still stopped with the grace it was promised; nil when
+	// unknown.
+	TerminationGracePeriod *int64
+	// TerminationMessagePath is where the container was told to write its
+	// termination message, as stamped at creation.
+	TerminationMessagePath string
 }
 
 // SandboxStatus is one pod sandbox instance.
@@ -116,8 +124,10 @@ type Pod struct {
 
 // SandboxRef identifies a sandbox and its state.
 type SandboxRef struct {
-	ID    string
-	State SandboxState
+	ID        string
+	State     SandboxState
+	Attempt   uint32
+	CreatedAt time.Time
 }
 
 // ContainerRef identifies a container instance and its state.

@@ -1,0 +1,185 @@
+// Package cri is nodelet's typed client of a CRI container runtime
+// (containerd, CRI-O) over gRPC. Besides thin, timeout-bounded calls it owns
+// the translation between pods and the CRI: the identity stamped on sandboxes
+// and containers (identity.go), sandbox and container configs built from a
+// pod spec (podconfig.go, env.go, volumes.go) and CRI state read back as
+// runtime.PodStatus (status.go).
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Defaults for Options.
+const (
+	// DefaultTimeout bounds a runtime call. Runtime calls are local and
+	// normally take milliseconds; a runtime stuck longer is treated as
+	// failing rather than stalling a pod worker.
+	DefaultTimeout = 10 * time.Second
+	// DefaultPullTimeout bounds an image pull.
+	DefaultPullTimeout = 2 * time.Minute
+	// maxMsgSize allows large list responses on busy nodes (a few thousand
+	// containers with their labels and annotations).
+	maxMsgSize = 16 << 20
+)
+
+// Errors a caller may want to act on, classified from gRPC status codes.
+// They wrap the original error, so the runtime's message is kept.
+var (
+	// ErrNotFound: the sandbox, container or image does not exist (any more).
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable: the runtime cannot be reached.
+	ErrUnavailable = errors.New("runtime unavailable")
+	// ErrUnimplemented: the runtime does not implement the call.
+	ErrUnimplemented = errors.New("not implemented by runtime")
+	// ErrTimeout: the call did not finish within its timeout.
+	ErrTimeout = errors.New("runtime call timed out")
+)
+
+// Options tune a Client. Zero values mean the defaults.
+type Options struct {
+	// Timeout bounds every call except pulls and stops.
+	Timeout time.Duration
+	// PullTimeout bounds an image pull.
+	PullTimeout time.Duration
+}
+
+// Client talks to one CRI runtime. It is safe for concurrent use.
+type Client struct {
+	conn        *grpc.ClientConn
+	rt          runtimeapi.RuntimeServiceClient
+	img         runtimeapi.ImageServiceClient
+	timeout     time.Duration
+	pullTimeout time.Duration
+}
+
+// Dial connects to the runtime at endpoint (unix:///path/to.sock, or a bare
+// absolute path) and checks that it answers the v1 CRI Version call.
+func Dial(ctx context.Context, endpoint string, opts ...Options) (*Client, error) {
+	target, err := dialTarget(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(maxMsgSize),
+			grpc.MaxCallSendMsgSize(maxMsgSize),
+		),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("dial runtime %s: %w", endpoint, err)
+	}
+	c := &Client{
+		conn:        conn,
+		rt:          runtimeapi.NewRuntimeServiceClient(conn),
+		img:         runtimeapi.NewImageServiceClient(conn),
+		timeout:     DefaultTimeout,
+		pullTimeout: DefaultPullTimeout,
+	}
+	for _, o := range opts {
+		if o.Timeout > 0 {
+			c.timeout = o.Timeout
+		}
+		if o.PullTimeout > 0 {
+			c.pullTimeout = o.PullTimeout
+		}
+	}
+	// grpc.NewClient connects lazily; one call proves the endpoint is a v1
+	// CRI runtime now instead of at the first pod.
+	if _, err := c.Version(ctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("dial runtime %s: %w", endpoint, err)
+	}
+	return c, nil
+}
+
+// Close releases the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+func dialTarget(endpoint string) (string, error) {
+	if strings.HasPrefix(endpoint, "/") {
+		return "unix://" + endpoint, nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", fmt.Errorf("runtime endpoint %q: %w", endpoint, err)
+	}
+	if u.Scheme != "unix" {
+		return "", fmt.Errorf("runtime endpoint %q: only unix:// endpoints are supported", endpoint)
+	}
+	if u.Path == "" {
+		return "", fmt.Errorf("runtime endpoint %q: no socket path", endpoint)
+	}
+	return "unix://" + u.Path, nil
+}
+
+// ctx bounds one runtime call by d, within the caller's own deadline.
+func (c *Client) ctx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
+// classify wraps a gRPC error with the sentinel matching its code, keeping
+// the original for its message and for status.Code.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var sentinel error
+	switch status.Code(err) {
+	case codes.NotFound:
+		sentinel = ErrNotFound
+	case codes.Unavailable:
+		sentinel = ErrUnavailable
+	case codes.Unimplemented:
+		sentinel = ErrUnimplemented
+	case codes.DeadlineExceeded:
+		sentinel = ErrTimeout
+	default:
+		return err
+	}
+	return &classified{sentinel: sentinel, err: err}
+}
+
+// classified is an error that is both its sentinel (errors.Is) and the gRPC
+// error underneath (errors.As, status.Code), with the runtime's message.
+type classified struct {
+	sentinel error
+	err      error
+}
+
+func (e *classified) Error() string   { return e.err.Error() }
+func (e *classified) Unwrap() []error { return []error{e.sentinel, e.err} }
+
+// Version returns the runtime's name and versions.
+func (c *Client) Version(ctx context.Context) (*runtimeapi.VersionResponse, error) {
+	ctx, cancel := c.ctx(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{Version: "v1"})
+	if err != nil {
+		return nil, fmt.Errorf("runtime version: %w", classify(err))
+	}
+	return resp, nil
+}
+
+// Status returns the runtime's conditions (RuntimeReady, NetworkReady).
+func (c *Client) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	ctx, cancel := c.ctx(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: verbose})
+	if err != nil {
+		return nil, fmt.Errorf("runtime status: %w", classify(err))
+	}
+	return resp, nil
+}

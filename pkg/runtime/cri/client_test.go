@@ -1,0 +1,376 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+)
+
+// fakeCRI serves canned sandboxes and containers and counts calls.
+type fakeCRI struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
+
+	mu         sync.Mutex
+	calls      map[string]int
+	sandboxes  []*runtimeapi.PodSandbox
+	containers []*runtimeapi.Container
+	ips        map[string]string // sandbox ID -> IP
+	gone       map[string]bool   // container IDs whose status is NotFound
+	exit       map[string]int32  // container ID -> exit code
+	stopped    map[string]int64  // container ID -> stop timeout
+}
+
+func (f *fakeCRI) count(method string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[method]++
+}
+
+func (f *fakeCRI) takeCalls() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = map[string]int{}
+	return c
+}
+
+func (f *fakeCRI) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	f.count("Version")
+	return &runtimeapi.VersionResponse{RuntimeName: "fake", RuntimeApiVersion: "v1"}, nil
+}
+
+func matches(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *fakeCRI) ListPodSandbox(_ context.Context, r *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	f.count("ListPodSandbox")
+	var out []*runtimeapi.PodSandbox
+	for _, sb := range f.sandboxes {
+		if matches(r.GetFilter().GetLabelSelector(), sb.Labels) {
+			out = append(out, sb)
+		}
+	}
+	return &runtimeapi.ListPodSandboxResponse{Items: out}, nil
+}
+
+func (f *fakeCRI) ListContainers(_ context.Context, r *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	f.count("ListContainers")
+	var out []*runtimeapi.Container
+	for _, c := range f.containers {
+		if matches(r.GetFilter().GetLabelSelector(), c.Labels) {
+			out = append(out, c)
+		}
+	}
+	return &runtimeapi.ListContainersResponse{Containers: out}, nil
+}
+
+func (f *fakeCRI) PodSandboxStatus(_ context.Context, r *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	f.count("PodSandboxStatus")
+	for _, sb := range f.sandboxes {
+		if sb.Id == r.PodSandboxId {
+			return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{
+				Id: sb.Id, State: sb.State, Network: &runtimeapi.PodSandboxNetworkStatus{Ip: f.ips[sb.Id]},
+				Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: &runtimeapi.NamespaceOption{}}},
+			}}, nil
+		}
+	}
+	return nil, status.Error(codes.NotFound, "no such sandbox")
+}
+
+func (f *fakeCRI) ContainerStatus(_ context.Context, r *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	f.count("ContainerStatus")
+	for _, c := range f.containers {
+		if c.Id == r.ContainerId && !f.gone[c.Id] {
+			return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
+				Id: c.Id, State: c.State, CreatedAt: c.CreatedAt, StartedAt: c.CreatedAt + 1, FinishedAt: c.CreatedAt + 2,
+				ExitCode: f.exit[c.Id], Image: c.Image, ImageRef: c.ImageRef, LogPath: "/logs/" + c.Id,
+			}}, nil
+		}
+	}
+	return nil, status.Error(codes.NotFound, "no such container")
+}
+
+func (f *fakeCRI) StopContainer(_ context.Context, r *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	f.count("StopContainer")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.ContainerId == "missing" {
+		return nil, status.Error(codes.NotFound, "container \"missing\" not found")
+	}
+	f.stopped[r.ContainerId] = r.Timeout
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+func (f *fakeCRI) ImageStatus(_ context.Context, r *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
+	f.count("ImageStatus")
+	if r.Image.Image == "present:1" {
+		return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: "sha256:p"}}, nil
+	}
+	return &runtimeapi.ImageStatusResponse{}, nil
+}
+
+func serve(t *testing.T, f *fakeCRI) string {
+	t.Helper()
+	f.calls = map[string]int{}
+	f.stopped = map[string]int64{}
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(srv, f)
+	runtimeapi.RegisterImageServiceServer(srv, f)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	return sock
+}
+
+func dial(t *testing.T, f *fakeCRI) *Client {
+	t.Helper()
+	c, err := Dial(context.Background(), "unix://"+serve(t, f))
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	f.takeCalls()
+	return c
+}
+
+func ctrOf(id, sandbox, pod, name string, attempt uint32, created int64, state runtimeapi.ContainerState) *runtimeapi.Container {
+	ident := ContainerIdentity{PodName: pod, PodNamespace: "ns", PodUID: types.UID("uid-" + pod), ContainerName: name, Hash: 0xabc, RestartCount: int(attempt)}
+	return &runtimeapi.Container{
+		Id: id, PodSandboxId: sandbox, Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt},
+		Image: &runtimeapi.ImageSpec{Image: "busybox"}, ImageRef: "sha256:b", State: state, CreatedAt: created,
+		Labels: ident.Labels(), Annotations: ident.Annotations(),
+	}
+}
+
+func sandboxOf(id, pod string, attempt uint32, created int64, ready, hostNetwork bool) *runtimeapi.PodSandbox {
+	ident := SandboxIdentity{PodName: pod, PodNamespace: "ns", PodUID: types.UID("uid-" + pod), HostNetwork: hostNetwork}
+	state := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	if ready {
+		state = runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	return &runtimeapi.PodSandbox{Id: id, Metadata: &runtimeapi.PodSandboxMetadata{Name: pod, Namespace: "ns", Uid: "uid-" + pod, Attempt: attempt},
+		State: state, CreatedAt: created, Labels: ident.Labels(), Annotations: ident.Annotations()}
+}
+
+const (
+	running = runtimeapi.ContainerState_CONTAINER_RUNNING
+	exited  = runtimeapi.ContainerState_CONTAINER_EXITED
+)
+
+func TestPodStatus(t *testing.T) {
+	f := &fakeCRI{
+		sandboxes: []*runtimeapi.PodSandbox{
+			sandboxOf("sb-old", "web", 0, 100, false, false),
+			sandboxOf("sb-new", "web", 1, 200, true, false),
+			sandboxOf("sb-other", "db", 0, 150, true, false),
+		},
+		containers: []*runtimeapi.Container{
+			ctrOf("a0", "sb-old", "web", "a", 0, 110, exited),
+			ctrOf("a2", "sb-new", "web", "a", 2, 230, running),
+			ctrOf("a1", "sb-new", "web", "a", 1, 210, exited),
+			ctrOf("b0", "sb-new", "web", "b", 0, 220, running),
+			ctrOf("gone", "sb-new", "web", "c", 0, 240, running),
+			ctrOf("x0", "sb-other", "db", "x", 0, 160, running),
+		},
+		ips:  map[string]string{"sb-new": "10.88.0.7"},
+		gone: map[string]bool{"gone": true},
+		exit: map[string]int32{"a1": 2},
+	}
+	c := dial(t, f)
+	st, err := c.PodStatus(context.Background(), "uid-web", "web", "ns")
+	if err != nil {
+		t.Fatalf("PodStatus: %v", err)
+	}
+	want := map[string]int{"ListPodSandbox": 1, "ListContainers": 1, "PodSandboxStatus": 1, "ContainerStatus": 4}
+	if got := f.takeCalls(); !mapsEqual(got, want) {
+		t.Errorf("calls = %v, want %v", got, want)
+	}
+	if len(st.Sandboxes) != 2 || st.Sandboxes[0].ID != "sb-new" || st.Sandboxes[0].IP != "10.88.0.7" || st.Sandboxes[0].Attempt != 1 ||
+		st.Sandboxes[1].ID != "sb-old" || st.Sandboxes[1].State != runtime.SandboxStateNotReady {
+		t.Errorf("sandboxes = %+v %+v", st.Sandboxes[0], st.Sandboxes[1])
+	}
+	var ids []string
+	for _, c := range st.Containers {
+		ids = append(ids, c.ID)
+	}
+	if got := ids; !equal(got, []string{"a2", "b0", "a1", "a0"}) {
+		t.Errorf("containers = %v, want newest first without the vanished one", got)
+	}
+	a := st.LatestContainer("a")
+	if a.ID != "a2" || a.RestartCount != 2 || a.Hash != 0xabc || a.StartedAt.IsZero() || a.LogPath != "/logs/a2" {
+		t.Errorf("latest a = %+v", a)
+	}
+	if prev := st.Containers[2]; prev.ExitCode != 2 || prev.FinishedAt.IsZero() {
+		t.Errorf("previous a = %+v, want its exit details", prev)
+	}
+	// The third instance is described from the list alone.
+	if old := st.Containers[3]; old.State != runtime.ContainerStateExited || !old.StartedAt.IsZero() {
+		t.Errorf("old a = %+v", old)
+	}
+	if st.PodIP() != "10.88.0.7" {
+		t.Errorf("PodIP = %q", st.PodIP())
+	}
+}
+
+func TestPodStatusHostNetworkSkipsSandboxStatus(t *testing.T) {
+	f := &fakeCRI{sandboxes: []*runtimeapi.PodSandbox{sandboxOf("sb", "web", 0, 1, true, true)}}
+	c := dial(t, f)
+	st, err := c.PodStatus(context.Background(), "uid-web", "web", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := f.takeCalls(); calls["PodSandboxStatus"] != 0 {
+		t.Errorf("calls = %v, want no PodSandboxStatus", calls)
+	}
+	if !st.LatestSandbox().HostNetwork {
+		t.Errorf("sandbox = %+v, want host network", st.LatestSandbox())
+	}
+}
+
+func TestPodStatusOfUnknownPod(t *testing.T) {
+	c := dial(t, &fakeCRI{})
+	st, err := c.PodStatus(context.Background(), "nope", "n", "ns")
+	if err != nil || st.UID != "nope" || len(st.Sandboxes)+len(st.Containers) != 0 {
+		t.Errorf("PodStatus = %+v, %v; want an empty status", st, err)
+	}
+}
+
+func TestListPods(t *testing.T) {
+	unmanaged := &runtimeapi.Container{Id: "foreign", Labels: map[string]string{"app": "other"}}
+	f := &fakeCRI{
+		sandboxes: []*runtimeapi.PodSandbox{sandboxOf("sb1", "web", 0, 100, true, true), sandboxOf("sb2", "db", 0, 150, true, false)},
+		containers: []*runtimeapi.Container{
+			ctrOf("w0", "sb1", "web", "a", 0, 110, exited), ctrOf("w1", "sb1", "web", "a", 1, 120, running),
+			ctrOf("d0", "sb2", "db", "x", 0, 160, running), unmanaged,
+			// A container whose sandbox is gone still belongs to its pod.
+			ctrOf("o0", "sb-gone", "orphan", "y", 0, 90, exited),
+		},
+	}
+	c := dial(t, f)
+	pods, err := c.ListPods(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := f.takeCalls(); !mapsEqual(calls, map[string]int{"ListPodSandbox": 1, "ListContainers": 1}) {
+		t.Errorf("calls = %v, want exactly the two lists", calls)
+	}
+	byUID := map[string]*runtime.Pod{}
+	for _, p := range pods {
+		byUID[string(p.UID)] = p
+	}
+	if len(pods) != 3 {
+		t.Fatalf("pods = %d, want web, db, orphan", len(pods))
+	}
+	web := byUID["uid-web"]
+	if web.Name != "web" || web.Namespace != "ns" || len(web.Sandboxes) != 1 || len(web.Containers) != 2 ||
+		web.Containers[0].ID != "w1" || web.Containers[0].State != runtime.ContainerStateRunning || web.Containers[0].SandboxID != "sb1" {
+		t.Errorf("web = %+v", web)
+	}
+	if o := byUID["uid-orphan"]; o == nil || len(o.Sandboxes) != 0 || o.Containers[0].Name != "y" {
+		t.Errorf("orphan = %+v", o)
+	}
+}
+
+func TestStopContainerTimeoutAndErrors(t *testing.T) {
+	f := &fakeCRI{}
+	c := dial(t, f)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		grace time.Duration
+		want  int64
+	}{{0, 0}, {time.Second, 1}, {1500 * time.Millisecond, 2}, {30 * time.Second, 30}} {
+		if err := c.StopContainer(ctx, "c1", tt.grace); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.stopped["c1"]; got != tt.want {
+			t.Errorf("grace %v sent as %ds, want %ds", tt.grace, got, tt.want)
+		}
+	}
+	err := c.StopContainer(ctx, "missing", time.Second)
+	if !errors.Is(err, ErrNotFound) || status.Code(err) != codes.NotFound {
+		t.Errorf("err = %v: Is(ErrNotFound)=%v code=%v", err, errors.Is(err, ErrNotFound), status.Code(err))
+	}
+	if _, err := c.ContainerStats(ctx, "x"); !errors.Is(err, ErrUnimplemented) {
+		t.Errorf("unimplemented call: err = %v", err)
+	}
+}
+
+func TestImageStatusAbsent(t *testing.T) {
+	c := dial(t, &fakeCRI{})
+	img, err := c.ImageStatus(context.Background(), "absent:1")
+	if err != nil || img != nil {
+		t.Errorf("absent image = %v, %v; want nil, nil", img, err)
+	}
+	img, err = c.ImageStatus(context.Background(), "present:1")
+	if err != nil || img.GetId() != "sha256:p" {
+		t.Errorf("present image = %v, %v", img, err)
+	}
+}
+
+func TestDial(t *testing.T) {
+	f := &fakeCRI{}
+	sock := serve(t, f)
+	c, err := Dial(context.Background(), sock) // a bare path works too
+	if err != nil {
+		t.Fatalf("Dial(%s): %v", sock, err)
+	}
+	_ = c.Close()
+	for _, bad := range []string{"tcp://127.0.0.1:1234", "unix://", "npipe:////./pipe/x"} {
+		if _, err := Dial(context.Background(), bad); err == nil {
+			t.Errorf("Dial(%q) succeeded", bad)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = Dial(ctx, "unix://"+filepath.Join(t.TempDir(), "none.sock"))
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Dial of a missing socket: %v, want ErrUnavailable", err)
+	}
+}
+
+func mapsEqual(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,347 @@
+package cri
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+)
+
+// ConfigOptions are the node facts pod configs are built with.
+type ConfigOptions struct {
+	// PodLogsDir holds one log directory per pod (upstream: /var/log/pods).
+	PodLogsDir string
+	// RootDir is nodelet's state directory; pod volumes live under
+	// RootDir/pods/<uid>/volumes.
+	RootDir  string
+	NodeName string
+	// NodeIPs are the node's addresses, for status.hostIP(s) in env and as
+	// the IPs of host-network pods.
+	NodeIPs []string
+	// ClusterDNS and ClusterDomain configure pods with the ClusterFirst DNS
+	// policy. With no ClusterDNS such pods use the node's resolver.
+	ClusterDNS    []string
+	ClusterDomain string
+	// HostDNS is the node's resolver configuration (see ParseResolvConf).
+	// Nil means "let the runtime copy the node's /etc/resolv.conf".
+	HostDNS *runtimeapi.DNSConfig
+}
+
+// PodLogDir returns the directory holding a pod's container logs,
+// <podLogsDir>/<namespace>_<name>_<uid>, the layout log collectors expect.
+func PodLogDir(podLogsDir, namespace, name string, uid types.UID) string {
+	return filepath.Join(podLogsDir, fmt.Sprintf("%s_%s_%s", namespace, name, uid))
+}
+
+// ContainerLogPath returns a container's log file relative to the pod log
+// directory: <container>/<restartCount>.log.
+func ContainerLogPath(name string, restartCount int) string {
+	return filepath.Join(name, fmt.Sprintf("%d.log", restartCount))
+}
+
+// SandboxConfig builds the sandbox config of a pod for the given attempt.
+func SandboxConfig(pod *v1.Pod, attempt uint32, opts ConfigOptions) (*runtimeapi.PodSandboxConfig, error) {
+	id := SandboxIdentity{
+		PodName:      pod.Name,
+		PodNamespace: pod.Namespace,
+		PodUID:       pod.UID,
+		HostNetwork:  pod.Spec.HostNetwork,
+	}
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name:      pod.Name,
+			Namespace: pod.Namespace,
+			Uid:       string(pod.UID),
+			Attempt:   attempt,
+		},
+		LogDirectory: PodLogDir(opts.PodLogsDir, pod.Namespace, pod.Name, pod.UID),
+		DnsConfig:    DNSConfig(pod, opts),
+		PortMappings: portMappings(pod),
+		Labels:       merge(pod.Labels, id.Labels()),
+		Annotations:  merge(pod.Annotations, id.Annotations()),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			// Empty: the runtime's default cgroup; QoS cgroups come later.
+			CgroupParent:    "",
+			SecurityContext: sandboxSecurityContext(pod),
+		},
+	}
+	// A host-network sandbox has the node's hostname; setting one would
+	// have the runtime write a conflicting /etc/hostname.
+	if !pod.Spec.HostNetwork {
+		cfg.Hostname = hostname(pod)
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && len(sc.Sysctls) > 0 {
+		cfg.Linux.Sysctls = make(map[string]string, len(sc.Sysctls))
+		for _, s := range sc.Sysctls {
+			cfg.Linux.Sysctls[s.Name] = s.Value
+		}
+	}
+	return cfg, nil
+}
+
+// ContainerParams are the per-instance inputs of a container config.
+type ContainerParams struct {
+	// RestartCount is the attempt number of the instance to create.
+	RestartCount int
+	// ImageRef is the resolved image (ID or digest) to run; "" runs the
+	// spec's image by name.
+	ImageRef string
+	// PodIPs are the sandbox's IPs, needed only by env entries that refer
+	// to status.podIP(s).
+	PodIPs []string
+}
+
+// ContainerConfig builds the config of one container instance. It fails
+// for specs nodelet cannot honour yet (env sources other than values and
+// simple field references, unsupported volumes), rather than silently
+// running something else than asked.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.ContainerConfig, error) {
+	env, err := containerEnv(pod, c, p.PodIPs, opts)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	mounts, err := containerMounts(pod, c, opts)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	if len(c.VolumeDevices) > 0 {
+		return nil, fmt.Errorf("container %q: volumeDevices %w", c.Name, ErrUnsupported)
+	}
+	if len(c.EnvFrom) > 0 {
+		return nil, fmt.Errorf("container %q: envFrom %w", c.Name, ErrUnsupported)
+	}
+	lookup := envLookup(env)
+	id := ContainerIdentity{
+		PodName:                  pod.Name,
+		PodNamespace:             pod.Namespace,
+		PodUID:                   pod.UID,
+		ContainerName:            c.Name,
+		Hash:                     runtime.HashContainer(c),
+		RestartCount:             p.RestartCount,
+		TerminationGracePeriod:   pod.Spec.TerminationGracePeriodSeconds,
+		DeletionGracePeriod:      pod.DeletionGracePeriodSeconds,
+		TerminationMessagePath:   c.TerminationMessagePath,
+		TerminationMessagePolicy: string(c.TerminationMessagePolicy),
+	}
+	image := p.ImageRef
+	if image == "" {
+		image = c.Image
+	}
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(p.RestartCount)},
+		Image:    &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
+		// $(VAR) references in command and args expand against the
+		// container's environment, as the API documents.
+		Command:     expandAll(c.Command, lookup),
+		Args:        expandAll(c.Args, lookup),
+		WorkingDir:  c.WorkingDir,
+		Envs:        env,
+		Mounts:      mounts,
+		Labels:      id.Labels(),
+		Annotations: id.Annotations(),
+		LogPath:     ContainerLogPath(c.Name, p.RestartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       containerResources(c),
+			SecurityContext: containerSecurityContext(pod, c),
+		},
+	}
+	return cfg, nil
+}
+
+func hostname(pod *v1.Pod) string {
+	h := pod.Name
+	if pod.Spec.Hostname != "" {
+		h = pod.Spec.Hostname
+	}
+	// A hostname is one DNS label: at most 63 characters, not ending in
+	// '-' or '.' after truncation.
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
+func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
+	var pms []*runtimeapi.PortMapping
+	for i := range pod.Spec.Containers {
+		for _, p := range pod.Spec.Containers[i].Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			pms = append(pms, &runtimeapi.PortMapping{
+				Protocol:      protocol(p.Protocol),
+				ContainerPort: p.ContainerPort,
+				HostPort:      p.HostPort,
+				HostIp:        p.HostIP,
+			})
+		}
+	}
+	return pms
+}
+
+func protocol(p v1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case v1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case v1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	default:
+		return runtimeapi.Protocol_TCP
+	}
+}
+
+func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case pod.Spec.HostPID:
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	return ns
+}
+
+func sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = supplementalGroups(psc)
+	}
+	// The runtime refuses a privileged container in an unprivileged
+	// sandbox.
+	for _, c := range allContainers(pod) {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			sc.Privileged = true
+		}
+	}
+	return sc
+}
+
+func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		if psc.RunAsUser != nil {
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
+		}
+		if psc.RunAsGroup != nil {
+			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		sc.SupplementalGroups = supplementalGroups(psc)
+	}
+	csc := c.SecurityContext
+	if csc == nil {
+		return sc
+	}
+	// Container settings override the pod's.
+	if csc.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
+	}
+	if csc.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
+	}
+	if csc.Privileged != nil {
+		sc.Privileged = *csc.Privileged
+	}
+	if csc.ReadOnlyRootFilesystem != nil {
+		sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
+	}
+	if csc.AllowPrivilegeEscalation != nil {
+		sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
+	}
+	if caps := csc.Capabilities; caps != nil {
+		sc.Capabilities = &runtimeapi.Capability{}
+		for _, a := range caps.Add {
+			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
+		}
+		for _, d := range caps.Drop {
+			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
+		}
+	}
+	return sc
+}
+
+func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
+	var g []int64
+	if psc.FSGroup != nil {
+		g = append(g, *psc.FSGroup)
+	}
+	return append(g, psc.SupplementalGroups...)
+}
+
+// CPU and memory limits become cgroup settings the way the API documents
+// them: shares from the request (2, the minimum, without one), a CFS quota
+// per 100 ms period from the limit, and the memory limit as is.
+const (
+	minShares    = 2
+	sharesPerCPU = 1024
+	cfsPeriod    = 100000 // µs
+	minQuota     = 1000   // µs, the kernel's minimum quota
+)
+
+func containerResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{}
+	req, hasReq := c.Resources.Requests[v1.ResourceCPU]
+	lim, hasLim := c.Resources.Limits[v1.ResourceCPU]
+	milli := int64(0)
+	switch {
+	case hasReq:
+		milli = req.MilliValue()
+	case hasLim:
+		milli = lim.MilliValue()
+	}
+	r.CpuShares = max(milli*sharesPerCPU/1000, minShares)
+	if hasLim && !lim.IsZero() {
+		r.CpuPeriod = cfsPeriod
+		r.CpuQuota = max(lim.MilliValue()*cfsPeriod/1000, minQuota)
+	}
+	if mem, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = mem.Value()
+	}
+	return r
+}
+
+func allContainers(pod *v1.Pod) []*v1.Container {
+	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// merge returns a new map with base's entries overridden by over's.
+func merge(base, over map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}

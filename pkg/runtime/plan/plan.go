@@ -1,0 +1,367 @@
+// Package plan decides, without doing any I/O, what must happen for a pod's
+// runtime state to match its spec: whether the pod (sandbox) must be killed
+// and recreated, which containers to kill, which to start, which wait out a
+// crash-loop back-off, and which dead instances can go. podsync executes
+// the result; keeping the decision pure keeps it table-testable.
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+)
+
+// BackoffView tells how long a container that exited at finishedAt must
+// still wait, at now, before it may be restarted; 0 when it may restart now.
+type BackoffView interface {
+	Remaining(podUID types.UID, container string, finishedAt, now time.Time) time.Duration
+}
+
+// Actions is the plan for one sync of a pod, executed in this order:
+// KillPod, ContainersToKill, CreateSandbox, ContainersToStart,
+// ContainersToRemove, SandboxesToRemove.
+type Actions struct {
+	// KillPod: stop every container and sandbox of the pod first.
+	KillPod       bool
+	KillPodReason string
+	// CreateSandbox: create a sandbox with SandboxAttempt and start
+	// ContainersToStart in it.
+	CreateSandbox  bool
+	SandboxAttempt uint32
+	// SandboxID is the existing sandbox to start containers in, when no new
+	// sandbox is created.
+	SandboxID string
+	// ContainersToKill, by container ID.
+	ContainersToKill map[string]Kill
+	// ContainersToStart in start order: spec order, init containers one at
+	// a time before any app container.
+	ContainersToStart []Start
+	// ContainersInBackoff maps container names to the back-off still to
+	// wait before their restart.
+	ContainersInBackoff map[string]time.Duration
+	// ContainersToRemove are IDs of dead instances no longer needed: per
+	// container name the newest instance and the newest dead one (its "last
+	// state") are kept.
+	ContainersToRemove []string
+	// SandboxesToRemove are IDs of dead sandboxes, other than the newest,
+	// that no kept container belongs to.
+	SandboxesToRemove []string
+}
+
+// Kill says why a container is stopped.
+type Kill struct {
+	Name   string
+	Reason string
+}
+
+// Start is one container instance to create and start.
+type Start struct {
+	Name string
+	// Spec points into the pod's spec.
+	Spec         *v1.Container
+	Init         bool
+	RestartCount int
+	Reason       string
+	// AfterExit, when set, is when the instance this one replaces exited:
+	// the start is a crash-loop restart and advances the back-off.
+	AfterExit time.Time
+}
+
+// Compute plans a sync of pod given what runs (status may be nil: nothing
+// runs). backoff may be nil: no back-off.
+func Compute(pod *v1.Pod, status *runtime.PodStatus, backoff BackoffView, now time.Time) Actions {
+	if status == nil {
+		status = &runtime.PodStatus{}
+	}
+	p := planner{pod: pod, status: status, backoff: backoff, now: now, a: Actions{
+		ContainersToKill:    map[string]Kill{},
+		ContainersInBackoff: map[string]time.Duration{},
+	}}
+	if reason := sandboxChange(pod, status); reason != "" {
+		p.recreate(reason)
+	} else {
+		p.a.SandboxID = status.LatestSandbox().ID
+		p.inSandbox()
+	}
+	p.prune()
+	return p.a
+}
+
+type planner struct {
+	pod     *v1.Pod
+	status  *runtime.PodStatus
+	backoff BackoffView
+	now     time.Time
+	a       Actions
+}
+
+// sandboxChange returns why the pod needs a new sandbox, or "".
+func sandboxChange(pod *v1.Pod, status *runtime.PodStatus) string {
+	sb := status.LatestSandbox()
+	if sb == nil {
+		return "no sandbox"
+	}
+	if sb.State != runtime.SandboxStateReady {
+		return fmt.Sprintf("sandbox %s is not ready", sb.ID)
+	}
+	ready := 0
+	for _, s := range status.Sandboxes {
+		if s.State == runtime.SandboxStateReady {
+			ready++
+		}
+	}
+	if ready > 1 {
+		return fmt.Sprintf("%d sandboxes are ready, want 1", ready)
+	}
+	if sb.HostNetwork != pod.Spec.HostNetwork {
+		return fmt.Sprintf("sandbox %s network mode changed", sb.ID)
+	}
+	if !sb.HostNetwork && sb.IP == "" {
+		return fmt.Sprintf("sandbox %s has no IP", sb.ID)
+	}
+	return ""
+}
+
+// recreate plans a new sandbox (after killing what is left of the old),
+// unless the pod has nothing left to run.
+func (p *planner) recreate(reason string) {
+	sb := p.status.LatestSandbox()
+	if sb != nil {
+		p.a.KillPod, p.a.KillPodReason = true, reason
+	}
+	if p.pod.DeletionTimestamp != nil {
+		return
+	}
+	// A pod that ran to completion does not come back: under Never any
+	// container that ran means the pod is done; under OnFailure the
+	// containers that succeeded stay done.
+	policy := p.pod.Spec.RestartPolicy
+	if sb != nil && policy == v1.RestartPolicyNever && len(p.status.Containers) > 0 {
+		return
+	}
+	var apps []*v1.Container
+	for i := range p.pod.Spec.Containers {
+		c := &p.pod.Spec.Containers[i]
+		if policy == v1.RestartPolicyOnFailure && succeeded(p.status.LatestContainer(c.Name)) {
+			continue
+		}
+		apps = append(apps, c)
+	}
+	if len(apps) == 0 {
+		return
+	}
+	p.a.CreateSandbox = true
+	if sb != nil {
+		p.a.SandboxAttempt = sb.Attempt + 1
+	}
+	// A new sandbox is a fresh pod environment: init containers run again.
+	if len(p.pod.Spec.InitContainers) > 0 {
+		p.start(&p.pod.Spec.InitContainers[0], true, "initializing new sandbox")
+		return
+	}
+	for _, c := range apps {
+		p.start(c, false, "new sandbox")
+	}
+}
+
+// inSandbox plans within a healthy sandbox: init containers first, one at a
+// time, then the app containers.
+func (p *planner) inSandbox() {
+	if p.pod.DeletionTimestamp != nil {
+		return
+	}
+	if !p.initDone() {
+		return
+	}
+	kept := 0
+	for i := range p.pod.Spec.Containers {
+		c := &p.pod.Spec.Containers[i]
+		cs := p.status.LatestContainer(c.Name)
+		switch {
+		case cs == nil:
+			p.start(c, false, "not started yet")
+		case cs.State == runtime.ContainerStateRunning:
+			switch {
+			case cs.SandboxID != p.a.SandboxID:
+				p.kill(cs, fmt.Sprintf("belongs to sandbox %s, not the current one", cs.SandboxID))
+				p.start(c, false, "replacing a container of an old sandbox")
+			case cs.Hash != runtime.HashContainer(c):
+				p.kill(cs, "container spec changed")
+				p.start(c, false, "container spec changed")
+			default:
+				kept++
+			}
+		case cs.State == runtime.ContainerStateExited:
+			if !shouldRestart(p.pod.Spec.RestartPolicy, cs) {
+				continue
+			}
+			p.startAfterExit(c, false, cs)
+		default: // created but never started, or unknown
+			p.kill(cs, fmt.Sprintf("container is in state %q", cs.State))
+			p.start(c, false, fmt.Sprintf("previous instance in state %q", cs.State))
+		}
+	}
+	if kept == 0 && len(p.a.ContainersToStart) == 0 && len(p.a.ContainersInBackoff) == 0 {
+		p.a.KillPod, p.a.KillPodReason = true, "all containers have terminated"
+	}
+}
+
+// initDone walks the init containers in order and plans the next step of
+// initialization. It reports whether initialization is complete.
+func (p *planner) initDone() bool {
+	if len(p.pod.Spec.InitContainers) == 0 {
+		return true
+	}
+	// Once an app container ran in this sandbox, initialization is over,
+	// even if the init containers' records were since removed.
+	for i := range p.pod.Spec.Containers {
+		if cs := p.status.LatestContainer(p.pod.Spec.Containers[i].Name); cs != nil && cs.SandboxID == p.a.SandboxID {
+			return true
+		}
+	}
+	for i := range p.pod.Spec.InitContainers {
+		c := &p.pod.Spec.InitContainers[i]
+		cs := p.status.LatestContainer(c.Name)
+		if cs != nil && cs.SandboxID != p.a.SandboxID {
+			cs = nil // ran in an earlier sandbox: it must run again here
+		}
+		if isSidecar(c) {
+			// A restartable init container only has to be running for
+			// the next one to start.
+			if cs != nil && cs.State == runtime.ContainerStateRunning {
+				continue
+			}
+			if cs != nil && cs.State == runtime.ContainerStateExited {
+				p.startAfterExit(c, true, cs)
+			} else {
+				p.replace(c, cs)
+			}
+			return false
+		}
+		switch {
+		case cs == nil:
+			p.start(c, true, "next init container")
+			return false
+		case cs.State == runtime.ContainerStateRunning:
+			return false // wait for it
+		case cs.State == runtime.ContainerStateExited && cs.ExitCode == 0:
+			continue
+		case cs.State == runtime.ContainerStateExited:
+			if p.pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+				p.a.KillPod = true
+				p.a.KillPodReason = fmt.Sprintf("init container %q failed with exit code %d and restartPolicy is Never", c.Name, cs.ExitCode)
+				return false
+			}
+			p.startAfterExit(c, true, cs)
+			return false
+		default:
+			p.replace(c, cs)
+			return false
+		}
+	}
+	return true
+}
+
+// replace kills a created/unknown instance (if any) and starts a new one.
+func (p *planner) replace(c *v1.Container, cs *runtime.ContainerStatus) {
+	if cs != nil {
+		p.kill(cs, fmt.Sprintf("container is in state %q", cs.State))
+	}
+	p.start(c, true, "next init container")
+}
+
+// startAfterExit restarts a container that exited, unless it is still
+// backing off.
+func (p *planner) startAfterExit(c *v1.Container, init bool, cs *runtime.ContainerStatus) {
+	if p.backoff != nil {
+		if d := p.backoff.Remaining(p.pod.UID, c.Name, cs.FinishedAt, p.now); d > 0 {
+			p.a.ContainersInBackoff[c.Name] = d
+			return
+		}
+	}
+	p.a.ContainersToStart = append(p.a.ContainersToStart, Start{
+		Name:         c.Name,
+		Spec:         c,
+		Init:         init,
+		RestartCount: cs.RestartCount + 1,
+		Reason:       fmt.Sprintf("exited with code %d", cs.ExitCode),
+		AfterExit:    cs.FinishedAt,
+	})
+}
+
+// start starts a container whose previous instance, if any, did not exit
+// on its own (or none exists), so no back-off applies. A container whose
+// latest instance exited backs off even in a new sandbox.
+func (p *planner) start(c *v1.Container, init bool, reason string) {
+	cs := p.status.LatestContainer(c.Name)
+	if cs != nil && cs.State == runtime.ContainerStateExited && p.a.CreateSandbox {
+		p.startAfterExit(c, init, cs)
+		return
+	}
+	rc := 0
+	if cs != nil {
+		rc = cs.RestartCount + 1
+	}
+	p.a.ContainersToStart = append(p.a.ContainersToStart, Start{
+		Name: c.Name, Spec: c, Init: init, RestartCount: rc, Reason: reason,
+	})
+}
+
+func (p *planner) kill(cs *runtime.ContainerStatus, reason string) {
+	p.a.ContainersToKill[cs.ID] = Kill{Name: cs.Name, Reason: reason}
+}
+
+// prune picks dead instances and sandboxes that no longer serve a purpose.
+func (p *planner) prune() {
+	kept := map[string]bool{} // sandbox IDs with a kept container
+	newest := map[string]bool{}
+	keptDead := map[string]bool{}
+	for _, cs := range p.status.Containers { // newest first
+		dead := cs.State == runtime.ContainerStateExited || cs.State == runtime.ContainerStateCreated
+		switch {
+		case !newest[cs.Name]:
+			newest[cs.Name] = true
+			if dead {
+				keptDead[cs.Name] = true
+			}
+		case dead && !keptDead[cs.Name]:
+			keptDead[cs.Name] = true
+		case dead:
+			if _, killing := p.a.ContainersToKill[cs.ID]; !killing {
+				p.a.ContainersToRemove = append(p.a.ContainersToRemove, cs.ID)
+			}
+			continue
+		}
+		kept[cs.SandboxID] = true
+	}
+	for i, sb := range p.status.Sandboxes {
+		if i == 0 || sb.State == runtime.SandboxStateReady || kept[sb.ID] {
+			continue
+		}
+		p.a.SandboxesToRemove = append(p.a.SandboxesToRemove, sb.ID)
+	}
+}
+
+// shouldRestart applies the restart policy to a container that exited.
+func shouldRestart(policy v1.RestartPolicy, cs *runtime.ContainerStatus) bool {
+	switch policy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return cs.ExitCode != 0
+	default:
+		return true
+	}
+}
+
+func succeeded(cs *runtime.ContainerStatus) bool {
+	return cs != nil && cs.State == runtime.ContainerStateExited && cs.ExitCode == 0
+}
+
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}

@@ -1,0 +1,176 @@
+package podsync
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/plan"
+)
+
+// imageResult is the outcome of making one image available.
+type imageResult struct {
+	ref        string // resolved image to create containers from
+	waiting    *runtime.ContainerWaiting
+	err        error
+	retryAfter time.Duration
+}
+
+// resolveImages starts making each distinct image of the containers to
+// start available, concurrently (and concurrently with whatever the caller
+// does next, normally sandbox creation), and returns, per image, a function
+// that waits for the outcome. The first container naming an image decides
+// its pull policy.
+func (s *Syncer) resolveImages(ctx context.Context, pod *v1.Pod, starts []plan.Start, sb *runtimeapi.PodSandboxConfig) map[string]func() imageResult {
+	out := make(map[string]func() imageResult, len(starts))
+	for _, st := range starts {
+		if _, ok := out[st.Spec.Image]; ok {
+			continue
+		}
+		c := st.Spec
+		ch := make(chan imageResult, 1)
+		go func() { ch <- s.ensureImage(ctx, pod, c, sb) }()
+		out[c.Image] = sync.OnceValue(func() imageResult { return <-ch })
+	}
+	return out
+}
+
+// ensureImage applies the container's pull policy: one ImageStatus call
+// when the image is present (IfNotPresent, Never), a pull otherwise, unless
+// earlier pulls of it for this pod failed recently.
+func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *runtimeapi.PodSandboxConfig) imageResult {
+	image := c.Image
+	policy := pullPolicy(c)
+	if policy != v1.PullAlways {
+		img, err := s.rt.ImageStatus(ctx, image)
+		if err != nil {
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
+			s.event(pod, v1.EventTypeWarning, ReasonFailed, "%s", msg)
+			return imageResult{
+				waiting: &runtime.ContainerWaiting{Reason: ReasonImageInspectError, Message: msg},
+				err:     fmt.Errorf("%w: %w", ErrImageInspect, err),
+			}
+		}
+		if img != nil {
+			s.event(pod, v1.EventTypeNormal, ReasonPulled, "Container image %q already present on machine", image)
+			return imageResult{ref: img.Id}
+		}
+		if policy == v1.PullNever {
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
+			s.event(pod, v1.EventTypeWarning, ReasonErrImageNeverPull, "%s", msg)
+			return imageResult{
+				waiting: &runtime.ContainerWaiting{Reason: ReasonErrImageNeverPull, Message: msg},
+				err:     fmt.Errorf("image %q: %w", image, ErrImageNeverPull),
+			}
+		}
+	}
+
+	if remaining := s.pulls.remaining(pod.UID, image, s.clock.Now()); remaining > 0 {
+		msg := fmt.Sprintf("Back-off pulling image %q", image)
+		s.event(pod, v1.EventTypeNormal, ReasonBackOff, "%s", msg)
+		return imageResult{
+			waiting:    &runtime.ContainerWaiting{Reason: ReasonImagePullBackOff, Message: msg},
+			err:        fmt.Errorf("image %q: %w", image, ErrImagePullBackOff),
+			retryAfter: remaining,
+		}
+	}
+	s.event(pod, v1.EventTypeNormal, ReasonPulling, "Pulling image %q", image)
+	start := s.clock.Now()
+	ref, err := s.rt.PullImage(ctx, image, nil, sb)
+	s.observe(OpPullImage, start, err)
+	if err != nil {
+		period := s.pulls.failed(pod.UID, image, s.clock.Now())
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Failed to pull image %q: %v", image, err)
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %s", ReasonErrImagePull)
+		return imageResult{
+			waiting:    &runtime.ContainerWaiting{Reason: ReasonErrImagePull, Message: err.Error()},
+			err:        fmt.Errorf("%w: %w", ErrImagePull, err),
+			retryAfter: period,
+		}
+	}
+	s.pulls.succeeded(pod.UID, image)
+	s.event(pod, v1.EventTypeNormal, ReasonPulled, "Successfully pulled image %q in %v", image, s.clock.Since(start).Round(time.Millisecond))
+	return imageResult{ref: ref}
+}
+
+// pullPolicy is the container's policy, defaulted as the API does: Always
+// for an untagged or :latest image, IfNotPresent otherwise.
+func pullPolicy(c *v1.Container) v1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	if strings.Contains(c.Image, "@") {
+		return v1.PullIfNotPresent
+	}
+	name := c.Image[strings.LastIndex(c.Image, "/")+1:]
+	_, tag, tagged := strings.Cut(name, ":")
+	if !tagged || tag == "latest" {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+// pullBackoff is the image pull back-off per pod and image. flowcontrol
+// keeps the periods; the failure times are kept here so the remaining wait
+// can be reported.
+type pullBackoff struct {
+	b        *flowcontrol.Backoff
+	mu       sync.Mutex
+	failedAt map[string]time.Time
+}
+
+func newPullBackoff(b *flowcontrol.Backoff) *pullBackoff {
+	return &pullBackoff{b: b, failedAt: map[string]time.Time{}}
+}
+
+func pullKey(uid types.UID, image string) string { return string(uid) + "/" + image }
+
+func (p *pullBackoff) remaining(uid types.UID, image string, now time.Time) time.Duration {
+	key := pullKey(uid, image)
+	p.mu.Lock()
+	t, ok := p.failedAt[key]
+	p.mu.Unlock()
+	if !ok || !p.b.IsInBackOffSince(key, t) {
+		return 0
+	}
+	return max(t.Add(p.b.Get(key)).Sub(now), 0)
+}
+
+// failed records a failed pull and returns the back-off it starts.
+func (p *pullBackoff) failed(uid types.UID, image string, now time.Time) time.Duration {
+	key := pullKey(uid, image)
+	p.b.Next(key, now)
+	p.mu.Lock()
+	p.failedAt[key] = now
+	p.mu.Unlock()
+	return p.b.Get(key)
+}
+
+func (p *pullBackoff) succeeded(uid types.UID, image string) {
+	key := pullKey(uid, image)
+	p.b.DeleteEntry(key)
+	p.mu.Lock()
+	delete(p.failedAt, key)
+	p.mu.Unlock()
+}
+
+// forgetPod drops the entries of a pod that is gone.
+func (p *pullBackoff) forgetPod(uid types.UID) {
+	prefix := string(uid) + "/"
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key := range p.failedAt {
+		if strings.HasPrefix(key, prefix) {
+			p.b.DeleteEntry(key)
+			delete(p.failedAt, key)
+		}
+	}
+}

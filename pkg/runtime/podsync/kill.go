@@ -1,0 +1,182 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+)
+
+// defaultGrace is the API's default terminationGracePeriodSeconds, for
+// containers whose grace period is known from nowhere.
+const defaultGrace = v1.DefaultTerminationGracePeriodSeconds * time.Second
+
+// KillPod stops everything of a pod that may still run: all containers
+// that have not exited, in parallel, each with its grace period (the
+// runtime sends SIGTERM, then SIGKILL once the grace period is over), and
+// then its sandboxes. pod may be nil for an orphan found in the runtime;
+// gracePeriod, when set, overrides every container's grace period (in
+// seconds). Containers and sandboxes already gone are not an error.
+func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, gracePeriod *int64) error {
+	if status == nil {
+		return nil
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	collect := func(err error) {
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	}
+	for _, cs := range status.Containers {
+		if cs.State == runtime.ContainerStateExited {
+			continue
+		}
+		wg.Go(func() { collect(s.KillContainer(ctx, pod, cs, gracePeriod, "")) })
+	}
+	wg.Wait()
+
+	// The newest sandbox is stopped even when not ready: stopping releases
+	// its network (IP, port mappings) if its pause process died.
+	for i, sb := range status.Sandboxes {
+		if i > 0 && sb.State != runtime.SandboxStateReady {
+			continue
+		}
+		wg.Go(func() {
+			start := s.clock.Now()
+			err := ignoreNotFound(s.rt.StopPodSandbox(ctx, sb.ID))
+			s.observe(OpStopSandbox, start, err)
+			collect(err)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kill pod %s/%s: %w", status.Namespace, status.Name, err)
+	}
+	return nil
+}
+
+// KillContainer stops one container with its grace period: gracePeriod
+// (seconds) when set, else the pod's deletion or termination grace period,
+// else the one stamped on the container at creation, else 30 s. pod may be
+// nil for an orphan. reason, when set, is added to the Killing event.
+func (s *Syncer) KillContainer(ctx context.Context, pod *v1.Pod, cs *runtime.ContainerStatus, gracePeriod *int64, reason string) error {
+	grace := containerGrace(pod, cs, gracePeriod)
+	msg := fmt.Sprintf("Stopping container %s", cs.Name)
+	if reason != "" {
+		msg += ": " + reason
+	}
+	s.event(pod, v1.EventTypeNormal, ReasonKilling, "%s", msg)
+	klog.V(3).InfoS("Stopping container", "pod", klog.KObj(pod), "container", cs.Name,
+		"containerID", cs.ID, "grace", grace, "reason", reason)
+	start := s.clock.Now()
+	err := ignoreNotFound(s.rt.StopContainer(ctx, cs.ID, grace))
+	s.observe(OpStopContainer, start, err)
+	if err != nil {
+		return fmt.Errorf("kill container %q: %w", cs.Name, err)
+	}
+	return nil
+}
+
+func containerGrace(pod *v1.Pod, cs *runtime.ContainerStatus, override *int64) time.Duration {
+	var secs *int64
+	switch {
+	case override != nil:
+		secs = override
+	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
+		secs = pod.DeletionGracePeriodSeconds
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		secs = pod.Spec.TerminationGracePeriodSeconds
+	case cs.TerminationGracePeriod != nil:
+		secs = cs.TerminationGracePeriod
+	default:
+		return defaultGrace
+	}
+	return time.Duration(max(*secs, 0)) * time.Second
+}
+
+// RemovePod removes what a killed pod left in the runtime - its exited
+// containers and stopped sandboxes - and, once nothing is left, its emptyDir
+// volumes and log directory and its back-off records. It fails with
+// ErrStillRunning, after removing what it could, when something still runs.
+func (s *Syncer) RemovePod(ctx context.Context, status *runtime.PodStatus) error {
+	if status == nil {
+		return nil
+	}
+	var errs []error
+	running := 0
+	for _, cs := range status.Containers {
+		if cs.State == runtime.ContainerStateRunning {
+			running++
+			continue
+		}
+		if err := ignoreNotFound(s.rt.RemoveContainer(ctx, cs.ID)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, sb := range status.Sandboxes {
+		if sb.State == runtime.SandboxStateReady {
+			running++
+			continue
+		}
+		if err := ignoreNotFound(s.rt.RemovePodSandbox(ctx, sb.ID)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if running > 0 {
+		errs = append(errs, fmt.Errorf("%d containers or sandboxes: %w", running, ErrStillRunning))
+	}
+	if len(errs) == 0 {
+		errs = append(errs, s.removePodDirs(status))
+		for _, cs := range status.Containers {
+			s.crash.forget(status.UID, cs.Name)
+		}
+		s.pulls.forgetPod(status.UID)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove pod %s/%s: %w", status.Namespace, status.Name, err)
+	}
+	return nil
+}
+
+// removePodDirs deletes the pod's directory under the root dir (emptyDir
+// volumes) and its log directory. No container uses them any more.
+func (s *Syncer) removePodDirs(status *runtime.PodStatus) error {
+	var errs []error
+	if root := s.opts.Config.RootDir; root != "" && status.UID != "" {
+		errs = append(errs, os.RemoveAll(filepath.Join(root, "pods", string(status.UID))))
+	}
+	if logs := s.opts.Config.PodLogsDir; logs != "" && status.UID != "" && status.Name != "" {
+		errs = append(errs, os.RemoveAll(cri.PodLogDir(logs, status.Namespace, status.Name, status.UID)))
+	}
+	return errors.Join(errs...)
+}
+
+// prune removes dead instances and sandboxes the plan no longer needs. It is
+// tidying up: failures are logged and retried at the next sync.
+func (s *Syncer) prune(ctx context.Context, containers, sandboxes []string) {
+	for _, id := range containers {
+		if err := ignoreNotFound(s.rt.RemoveContainer(ctx, id)); err != nil {
+			klog.V(2).InfoS("Could not remove dead container", "containerID", id, "err", err)
+		}
+	}
+	for _, id := range sandboxes {
+		if err := ignoreNotFound(s.rt.RemovePodSandbox(ctx, id)); err != nil {
+			klog.V(2).InfoS("Could not remove dead sandbox", "sandboxID", id, "err", err)
+		}
+	}
+}

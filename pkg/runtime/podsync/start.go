@@ -1,0 +1,64 @@
+package podsync
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/plan"
+)
+
+// startContainer creates and starts one planned container instance. On
+// failure it returns the waiting reason to report along with the error.
+func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start, sandboxID string,
+	sbConfig *runtimeapi.PodSandboxConfig, imageRef string, podIPs []string) (runtime.ContainerWaiting, error) {
+	cfg, err := cri.ContainerConfig(pod, st.Spec, cri.ContainerParams{
+		RestartCount: st.RestartCount,
+		ImageRef:     imageRef,
+		PodIPs:       podIPs,
+	}, s.opts.Config)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
+		return runtime.ContainerWaiting{Reason: ReasonCreateContainerConfigError, Message: err.Error()},
+			fmt.Errorf("%w: %w", ErrCreateContainerConfig, err)
+	}
+	if !st.AfterExit.IsZero() {
+		// A crash-loop restart: the next one waits longer.
+		s.crash.restarted(pod.UID, st.Name, st.AfterExit)
+	}
+	// Runtimes differ in whether they create the log file's directory.
+	if err := os.MkdirAll(filepath.Join(sbConfig.LogDirectory, st.Name), 0o755); err != nil {
+		err = fmt.Errorf("create log directory of container %q: %w", st.Name, err)
+		return runtime.ContainerWaiting{Reason: ReasonCreateContainerError, Message: err.Error()}, err
+	}
+
+	start := s.clock.Now()
+	id, err := s.rt.CreateContainer(ctx, sandboxID, cfg, sbConfig)
+	s.observe(OpCreateContainer, start, err)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
+		return runtime.ContainerWaiting{Reason: ReasonCreateContainerError, Message: err.Error()},
+			fmt.Errorf("%w: %w", ErrCreateContainer, err)
+	}
+	s.event(pod, v1.EventTypeNormal, ReasonCreated, "Created container %s", st.Name)
+
+	start = s.clock.Now()
+	err = s.rt.StartContainer(ctx, id)
+	s.observe(OpStartContainer, start, err)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
+		return runtime.ContainerWaiting{Reason: ReasonRunContainerError, Message: err.Error()},
+			fmt.Errorf("%w: container %q: %w", ErrRunContainer, st.Name, err)
+	}
+	s.event(pod, v1.EventTypeNormal, ReasonStarted, "Started container %s", st.Name)
+	klog.V(3).InfoS("Started container", "pod", klog.KObj(pod), "container", st.Name,
+		"containerID", id, "restartCount", st.RestartCount, "reason", st.Reason)
+	return runtime.ContainerWaiting{}, nil
+}

@@ -1,0 +1,394 @@
+// Package podsync brings a pod's containers in line with its spec through
+// the CRI: it computes a plan (package plan) from the spec and the runtime
+// status, then executes it - pulling images, creating the sandbox, creating
+// and starting containers, stopping them with their grace period - and
+// reports per-container waiting reasons, crash-loop and image-pull back-off,
+// and events on the pod.
+//
+// A Syncer holds no per-pod state besides back-off counters, so one is
+// shared by all pod workers; the caller serialises syncs of the same pod.
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/plan"
+)
+
+// SandboxRuntime is the sandbox half of the CRI the Syncer uses.
+type SandboxRuntime interface {
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
+	StopPodSandbox(ctx context.Context, id string) error
+	RemovePodSandbox(ctx context.Context, id string) error
+	PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatus, error)
+}
+
+// ContainerRuntime is the container half of the CRI the Syncer uses.
+type ContainerRuntime interface {
+	CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, id string) error
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+	RemoveContainer(ctx context.Context, id string) error
+}
+
+// ImageService is the image part of the CRI the Syncer uses.
+type ImageService interface {
+	// ImageStatus returns nil, nil for an absent image.
+	ImageStatus(ctx context.Context, ref string) (*runtimeapi.Image, error)
+	PullImage(ctx context.Context, ref string, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+}
+
+// Runtime is everything the Syncer needs from the container runtime;
+// *cri.Client implements it.
+type Runtime interface {
+	SandboxRuntime
+	ContainerRuntime
+	ImageService
+}
+
+var _ Runtime = (*cri.Client)(nil)
+
+// Metrics observes runtime operations done on behalf of pods. Optional.
+type Metrics interface {
+	// ObserveOperation records one operation (see the Op constants), how
+	// long it took and whether it failed.
+	ObserveOperation(op string, d time.Duration, err error)
+}
+
+// Operations reported to Metrics.
+const (
+	OpRunSandbox      = "run_podsandbox"
+	OpStopSandbox     = "stop_podsandbox"
+	OpCreateContainer = "create_container"
+	OpStartContainer  = "start_container"
+	OpStopContainer   = "stop_container"
+	OpPullImage       = "pull_image"
+)
+
+// Options configure a Syncer. Zero values mean the defaults.
+type Options struct {
+	// Config are the node facts sandbox and container configs are built
+	// with. Config.HostDNS is filled from ResolvConf at each sandbox
+	// creation and need not be set.
+	Config cri.ConfigOptions
+	// ResolvConf is the node resolver file for pods using the node's DNS;
+	// "" lets the runtime copy its own /etc/resolv.conf.
+	ResolvConf string
+	// RuntimeHandler selects a runtime class handler; "" is the default.
+	RuntimeHandler string
+	// Crash-loop back-off: 10 s doubling to 5 min, reset once a container
+	// ran for twice the maximum.
+	CrashBackoffInitial, CrashBackoffMax time.Duration
+	// Image pull back-off, same shape.
+	ImageBackoffInitial, ImageBackoffMax time.Duration
+	// Clock defaults to the real clock.
+	Clock   clock.Clock
+	Metrics Metrics
+}
+
+// Syncer executes pod plans against a container runtime.
+type Syncer struct {
+	rt       Runtime
+	recorder record.EventRecorder
+	opts     Options
+	clock    clock.Clock
+	crash    crashBackoff
+	pulls    *pullBackoff
+	metrics  Metrics
+}
+
+// New returns a Syncer. recorder may be nil (no events).
+func New(rt Runtime, recorder record.EventRecorder, opts Options) *Syncer {
+	if opts.CrashBackoffInitial <= 0 {
+		opts.CrashBackoffInitial = 10 * time.Second
+	}
+	if opts.CrashBackoffMax <= 0 {
+		opts.CrashBackoffMax = 5 * time.Minute
+	}
+	if opts.ImageBackoffInitial <= 0 {
+		opts.ImageBackoffInitial = 10 * time.Second
+	}
+	if opts.ImageBackoffMax <= 0 {
+		opts.ImageBackoffMax = 5 * time.Minute
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Syncer{
+		rt:       rt,
+		recorder: recorder,
+		opts:     opts,
+		clock:    opts.Clock,
+		crash:    crashBackoff{b: flowcontrol.NewFakeBackOff(opts.CrashBackoffInitial, opts.CrashBackoffMax, opts.Clock)},
+		pulls:    newPullBackoff(flowcontrol.NewFakeBackOff(opts.ImageBackoffInitial, opts.ImageBackoffMax, opts.Clock)),
+		metrics:  opts.Metrics,
+	}
+}
+
+// SyncPod makes one pass at bringing pod to its spec, given what runs
+// (status, as from cri.Client.PodStatus; nil: nothing). Failures of single
+// containers do not stop the others; they show in the result's Waiting
+// reasons and the first is the result's Err.
+func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus) runtime.SyncResult {
+	p := &podSync{s: s, pod: pod, status: status, res: runtime.SyncResult{Waiting: map[string]runtime.ContainerWaiting{}}}
+	p.run(ctx, plan.Compute(pod, status, s.crash, s.clock.Now()))
+	return p.res
+}
+
+// podSync is one SyncPod pass.
+type podSync struct {
+	s      *Syncer
+	pod    *v1.Pod
+	status *runtime.PodStatus
+	res    runtime.SyncResult
+}
+
+func (p *podSync) run(ctx context.Context, a plan.Actions) {
+	s, pod := p.s, p.pod
+	if a.KillPod {
+		if a.CreateSandbox && p.status.LatestSandbox() != nil {
+			s.event(pod, v1.EventTypeNormal, ReasonSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+		}
+		klog.V(2).InfoS("Killing pod", "pod", klog.KObj(pod), "reason", a.KillPodReason)
+		if err := s.KillPod(ctx, pod, p.status, nil); err != nil {
+			p.fail(fmt.Errorf("kill pod (%s): %w", a.KillPodReason, err))
+			return
+		}
+	}
+	killFailed := p.killContainers(ctx, a.ContainersToKill)
+	p.backoffs(a.ContainersInBackoff)
+
+	if len(a.ContainersToStart) > 0 {
+		p.start(ctx, a, killFailed)
+	}
+	s.prune(ctx, a.ContainersToRemove, a.SandboxesToRemove)
+}
+
+// start creates the sandbox if needed and starts the planned containers in
+// order. Images are resolved (and pulled) while the sandbox is created.
+func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[string]bool) {
+	s, pod := p.s, p.pod
+	if err := cri.CheckVolumes(pod); err != nil {
+		for _, st := range a.ContainersToStart {
+			p.wait(st.Name, ReasonCreateContainerConfigError, err.Error())
+		}
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
+		p.fail(fmt.Errorf("%w: %w", ErrCreateContainerConfig, err))
+		return
+	}
+	attempt := a.SandboxAttempt
+	if !a.CreateSandbox {
+		attempt = p.status.LatestSandbox().Attempt
+	}
+	cfgOpts := s.opts.Config
+	if a.CreateSandbox && s.opts.ResolvConf != "" {
+		dns, err := readResolvConf(s.opts.ResolvConf)
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		cfgOpts.HostDNS = dns
+	}
+	sbConfig, err := cri.SandboxConfig(pod, attempt, cfgOpts)
+	if err != nil {
+		p.fail(fmt.Errorf("sandbox config: %w", err))
+		return
+	}
+
+	images := s.resolveImages(ctx, pod, a.ContainersToStart, sbConfig)
+
+	if err := prepareVolumes(pod, s.opts.Config); err != nil {
+		for _, st := range a.ContainersToStart {
+			p.wait(st.Name, ReasonContainerCreating, err.Error())
+		}
+		s.event(pod, v1.EventTypeWarning, ReasonFailedMount, "%v", err)
+		p.fail(err)
+		return
+	}
+	sandboxID := a.SandboxID
+	if a.CreateSandbox {
+		if sandboxID, err = s.runSandbox(ctx, pod, sbConfig); err != nil {
+			p.fail(err)
+			return
+		}
+	}
+	var podIPs []string
+	needIPs := !pod.Spec.HostNetwork
+	for _, st := range a.ContainersToStart {
+		if killFailed[st.Name] {
+			continue
+		}
+		img := images[st.Spec.Image]()
+		if img.waiting != nil {
+			p.wait(st.Name, img.waiting.Reason, img.waiting.Message)
+			p.retryAfter(img.retryAfter)
+			p.fail(img.err)
+			continue
+		}
+		if needIPs && cri.NeedsPodIP(st.Spec) {
+			podIPs, err = p.podIPs(ctx, a.CreateSandbox, sandboxID)
+			if err != nil {
+				p.fail(err)
+				return
+			}
+			needIPs = false
+		}
+		if w, err := s.startContainer(ctx, pod, st, sandboxID, sbConfig, img.ref, podIPs); err != nil {
+			p.wait(st.Name, w.Reason, w.Message)
+			p.fail(err)
+		}
+	}
+}
+
+// killContainers stops the planned containers in parallel and returns the
+// names of those that could not be stopped: their replacements must not
+// start next to them.
+func (p *podSync) killContainers(ctx context.Context, kills map[string]plan.Kill) map[string]bool {
+	if len(kills) == 0 {
+		return nil
+	}
+	type result struct {
+		name string
+		err  error
+	}
+	results := make(chan result, len(kills))
+	for id, k := range kills {
+		cs := p.findContainer(id)
+		go func() {
+			results <- result{k.Name, p.s.KillContainer(ctx, p.pod, cs, nil, k.Reason)}
+		}()
+	}
+	failed := map[string]bool{}
+	for range kills {
+		if r := <-results; r.err != nil {
+			failed[r.name] = true
+			p.fail(r.err)
+		}
+	}
+	return failed
+}
+
+func (p *podSync) findContainer(id string) *runtime.ContainerStatus {
+	for _, c := range p.status.Containers {
+		if c.ID == id {
+			return c
+		}
+	}
+	return &runtime.ContainerStatus{ID: id}
+}
+
+// backoffs reports the containers waiting out a crash-loop back-off and
+// asks for a re-sync when the first one expires.
+func (p *podSync) backoffs(in map[string]time.Duration) {
+	for name, remaining := range in {
+		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s",
+			p.s.crash.period(p.pod.UID, name), name, podDesc(p.pod))
+		p.wait(name, ReasonCrashLoopBackOff, msg)
+		p.retryAfter(remaining)
+		p.s.event(p.pod, v1.EventTypeWarning, ReasonBackOff, "Back-off restarting failed container %s in pod %s", name, podDesc(p.pod))
+	}
+}
+
+// podIPs returns the sandbox IPs: from the status for an existing sandbox,
+// from one PodSandboxStatus call for a new one.
+func (p *podSync) podIPs(ctx context.Context, created bool, sandboxID string) ([]string, error) {
+	if !created {
+		if sb := p.status.LatestSandbox(); sb != nil {
+			return sb.IPs, nil
+		}
+	}
+	st, err := p.s.rt.PodSandboxStatus(ctx, sandboxID, false)
+	if err != nil {
+		return nil, fmt.Errorf("pod IP: %w", err)
+	}
+	var ips []string
+	if ip := st.GetNetwork().GetIp(); ip != "" {
+		ips = append(ips, ip)
+	}
+	for _, extra := range st.GetNetwork().GetAdditionalIps() {
+		ips = append(ips, extra.GetIp())
+	}
+	return ips, nil
+}
+
+func (p *podSync) wait(name, reason, message string) {
+	p.res.Waiting[name] = runtime.ContainerWaiting{Reason: reason, Message: message}
+}
+
+func (p *podSync) fail(err error) {
+	if err != nil && p.res.Err == nil {
+		p.res.Err = err
+	}
+}
+
+func (p *podSync) retryAfter(d time.Duration) {
+	if d > 0 && (p.res.RetryAfter == 0 || d < p.res.RetryAfter) {
+		p.res.RetryAfter = d
+	}
+}
+
+func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return "", fmt.Errorf("create pod log directory: %w", err)
+	}
+	start := s.clock.Now()
+	id, err := s.rt.RunPodSandbox(ctx, cfg, s.opts.RuntimeHandler)
+	s.observe(OpRunSandbox, start, err)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, ReasonFailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
+		return "", fmt.Errorf("%w: %w", ErrCreatePodSandbox, err)
+	}
+	return id, nil
+}
+
+func (s *Syncer) observe(op string, start time.Time, err error) {
+	if s.metrics != nil {
+		s.metrics.ObserveOperation(op, s.clock.Since(start), err)
+	}
+}
+
+func (s *Syncer) event(pod *v1.Pod, eventType, reason, format string, args ...any) {
+	if s.recorder == nil || pod == nil {
+		return
+	}
+	s.recorder.Eventf(pod, eventType, reason, format, args...)
+}
+
+func readResolvConf(path string) (*runtimeapi.DNSConfig, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("node resolver config: %w", err)
+	}
+	defer f.Close()
+	cfg, err := cri.ParseResolvConf(f)
+	if err != nil {
+		return nil, fmt.Errorf("node resolver config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// podDesc formats a pod for messages the way upstream does: name_ns(uid).
+func podDesc(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// ignoreNotFound drops "already gone" errors of stop/remove calls.
+func ignoreNotFound(err error) error {
+	if errors.Is(err, cri.ErrNotFound) {
+		return nil
+	}
+	return err
+}
