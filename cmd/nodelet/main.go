@@ -1,0 +1,51 @@
+// Command nodelet is a Kubernetes node agent: it runs the pods of one node
+// from a manifest directory, a manifest URL and (with --kubeconfig) the API
+// server, on any CRI runtime. main only parses settings and wires packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/options"
+)
+
+func main() {
+	fs := options.NewFlagSet("nodelet")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "nodelet:", err)
+		os.Exit(2)
+	}
+	opts, warnings, err := options.Load(fs)
+	for _, w := range warnings {
+		klog.Warning(w)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nodelet: invalid configuration:\n"+err.Error())
+		os.Exit(2)
+	}
+	if err := opts.ApplyVerbosity(); err != nil {
+		fmt.Fprintln(os.Stderr, "nodelet:", err)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, opts); err != nil {
+		klog.ErrorS(err, "nodelet failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.InfoS("nodelet stopped; pods keep running")
+	klog.Flush()
+}
