@@ -188,13 +188,13 @@ func (g *ContainerGC) fillFinishedAt(ctx context.Context, containers []Container
 		switch {
 		case err != nil:
 			c.FinishedAt = now
-		case st.GetStatus().GetFinishedAt() > 0:
-			c.FinishedAt = time.Unix(0, st.GetStatus().GetFinishedAt())
+		case st.GetFinishedAt() > 0:
+			c.FinishedAt = time.Unix(0, st.GetFinishedAt())
 		}
 	}
 }
 
-func (g *ContainerGC) status(ctx context.Context, id string) (*runtimeapi.ContainerStatusResponse, error) {
+func (g *ContainerGC) status(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.callTimeout)
 	defer cancel()
 	return g.rt.ContainerStatus(ctx, id, false)
@@ -207,7 +207,7 @@ func (g *ContainerGC) removeContainer(ctx context.Context, c Container) error {
 	defer cancel()
 	var logPath string
 	if st, err := g.rt.ContainerStatus(ctx, c.ID, false); err == nil {
-		logPath = st.GetStatus().GetLogPath()
+		logPath = st.GetLogPath()
 	} else if status.Code(err) == codes.NotFound {
 		return nil
 	}

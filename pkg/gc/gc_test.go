@@ -62,16 +62,16 @@ func (f *fakeRuntime) ListContainers(context.Context, *runtimeapi.ContainerFilte
 	return out, nil
 }
 
-func (f *fakeRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+func (f *fakeRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.containers[id]; !ok {
 		return nil, status.Error(codes.NotFound, "no such container")
 	}
-	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: id, LogPath: f.logPaths[id], FinishedAt: f.finished[id].UnixNano()}}, nil
+	return &runtimeapi.ContainerStatus{Id: id, LogPath: f.logPaths[id], FinishedAt: f.finished[id].UnixNano()}, nil
 }
 
-func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ int64) error {
+func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("stop " + id)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -12,15 +14,16 @@ import (
 )
 
 // Runtime is what container garbage collection needs from the container
-// runtime. The method set is a subset of RuntimeService in
-// k8s.io/cri-api/pkg/apis, so a CRI client written to those signatures
-// satisfies it as is; NewCRIRuntime adapts the raw generated gRPC client.
+// runtime. nodelet's CRI client (pkg/runtime/cri.Client) satisfies it as is;
+// NewCRIRuntime adapts the raw generated gRPC client. Errors must keep the
+// gRPC status (status.Code) so that NotFound is recognised.
 type Runtime interface {
 	// ListContainers and ListPodSandbox with a nil filter must return all
 	// states.
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
-	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
-	StopContainer(ctx context.Context, containerID string, timeout int64) error
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatus, error)
+	// StopContainer stops a container, killing it after grace (0: at once).
+	StopContainer(ctx context.Context, containerID string, grace time.Duration) error
 	RemoveContainer(ctx context.Context, containerID string) error
 	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
 	StopPodSandbox(ctx context.Context, podSandboxID string) error
@@ -47,16 +50,20 @@ func (c criRuntime) ListContainers(ctx context.Context, filter *runtimeapi.Conta
 	return resp.GetContainers(), nil
 }
 
-func (c criRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+func (c criRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatus, error) {
 	resp, err := c.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: verbose})
 	if err != nil {
 		return nil, fmt.Errorf("CRI ContainerStatus %s: %w", id, err)
 	}
-	return resp, nil
+	if resp.GetStatus() == nil {
+		return nil, fmt.Errorf("CRI ContainerStatus %s: %w", id, status.Error(codes.NotFound, "empty status"))
+	}
+	return resp.GetStatus(), nil
 }
 
-func (c criRuntime) StopContainer(ctx context.Context, id string, timeout int64) error {
-	if _, err := c.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout}); err != nil {
+func (c criRuntime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	secs := int64((max(grace, 0) + time.Second - 1) / time.Second)
+	if _, err := c.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: secs}); err != nil {
 		return fmt.Errorf("CRI StopContainer %s: %w", id, err)
 	}
 	return nil

@@ -341,7 +341,7 @@ func (m *Manager) remove(ctx context.Context, planned []ImageRecord, mountpoint 
 func (m *Manager) removeOne(ctx context.Context, id string) (gone bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, m.callTimeout)
 	defer cancel()
-	err = m.rt.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: id})
+	err = m.rt.RemoveImage(ctx, id)
 	switch {
 	case err == nil:
 		return false, nil

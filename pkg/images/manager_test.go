@@ -66,17 +66,17 @@ func (f *fakeRuntime) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*r
 	return out, nil
 }
 
-func (f *fakeRuntime) RemoveImage(_ context.Context, spec *runtimeapi.ImageSpec) error {
+func (f *fakeRuntime) RemoveImage(_ context.Context, ref string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.removeErr[spec.Image]; err != nil {
+	if err := f.removeErr[ref]; err != nil {
 		return err
 	}
-	if _, ok := f.images[spec.Image]; !ok {
+	if _, ok := f.images[ref]; !ok {
 		return status.Error(codes.NotFound, "no such image")
 	}
-	delete(f.images, spec.Image)
-	f.removed = append(f.removed, spec.Image)
+	delete(f.images, ref)
+	f.removed = append(f.removed, ref)
 	return nil
 }
 

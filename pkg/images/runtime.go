@@ -8,13 +8,13 @@ import (
 )
 
 // Runtime is what image garbage collection needs from the container runtime.
-// The method set is a subset of the CRI client interfaces in
-// k8s.io/cri-api/pkg/apis (ImageManagerService, RuntimeService), so a CRI
-// client written to those signatures satisfies it as is; NewCRIRuntime adapts
-// the raw generated gRPC clients.
+// nodelet's CRI client (pkg/runtime/cri.Client) satisfies it as is;
+// NewCRIRuntime adapts the raw generated gRPC clients. Errors must keep the
+// gRPC status (status.Code) so that NotFound is recognised.
 type Runtime interface {
 	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
-	RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error
+	// RemoveImage removes the image ref names (here: its ID).
+	RemoveImage(ctx context.Context, ref string) error
 	ImageFsInfoer
 	// ListContainers with a nil filter must return containers in all states.
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
@@ -44,9 +44,9 @@ func (c criRuntime) ListImages(ctx context.Context, filter *runtimeapi.ImageFilt
 	return resp.GetImages(), nil
 }
 
-func (c criRuntime) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
-	if _, err := c.is.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: image}); err != nil {
-		return fmt.Errorf("CRI RemoveImage %q: %w", image.GetImage(), err)
+func (c criRuntime) RemoveImage(ctx context.Context, ref string) error {
+	if _, err := c.is.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+		return fmt.Errorf("CRI RemoveImage %s: %w", ref, err)
 	}
 	return nil
 }
