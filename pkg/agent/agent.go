@@ -28,7 +28,6 @@ type PodRuntime interface {
 	PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
 	SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus) runtime.SyncResult
 	KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, gracePeriod *int64) error
-	RemovePod(ctx context.Context, status *runtime.PodStatus) error
 }
 
 // Relister reports runtime changes and keeps the latest runtime listing.

@@ -23,11 +23,10 @@ type fakeRuntime struct {
 	mu      sync.Mutex
 	running map[types.UID]bool
 	killed  map[types.UID]int
-	removed map[types.UID]int
 }
 
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{running: map[types.UID]bool{}, killed: map[types.UID]int{}, removed: map[types.UID]int{}}
+	return &fakeRuntime{running: map[types.UID]bool{}, killed: map[types.UID]int{}}
 }
 
 func (f *fakeRuntime) PodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
@@ -53,13 +52,6 @@ func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, s *runtime.PodStatus
 	defer f.mu.Unlock()
 	f.running[s.UID] = false
 	f.killed[s.UID]++
-	return nil
-}
-
-func (f *fakeRuntime) RemovePod(_ context.Context, s *runtime.PodStatus) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.removed[s.UID]++
 	return nil
 }
 
@@ -126,7 +118,7 @@ func TestAgentRunsAndRemovesPods(t *testing.T) {
 	}
 
 	updates <- config.PodUpdate{Op: config.REMOVE, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("a")}}
-	eventually(t, "pod killed and removed", func() bool { return rt.count(rt.removed, "a") == 1 })
+	eventually(t, "pod killed", func() bool { return rt.count(rt.killed, "a") == 1 })
 	eventually(t, "pod gone from /pods", func() bool { return len(a.Pods()) == 0 })
 	if _, ok := a.statuses.Get("a"); ok {
 		eventually(t, "status forgotten", func() bool { _, ok := a.statuses.Get("a"); return !ok })
@@ -145,7 +137,7 @@ func TestLeftovers(t *testing.T) {
 	a.markSeen(pod.FileSource) // the API source never shows up
 
 	rp := func(uid, source string) *runtime.Pod {
-		return &runtime.Pod{UID: types.UID(uid), Source: source, Sandboxes: []runtime.SandboxRef{{ID: uid}}}
+		return &runtime.Pod{UID: types.UID(uid), Source: source, Sandboxes: []runtime.SandboxRef{{ID: uid, State: runtime.SandboxStateReady}}}
 	}
 	listing := []*runtime.Pod{
 		rp("wanted", pod.FileSource),
@@ -153,6 +145,7 @@ func TestLeftovers(t *testing.T) {
 		rp("api-pod", pod.ApiserverSource),      // its source is not ready yet: keep
 		rp("unknown", ""),                       // unknown source, not all ready: keep
 		rp("from-unconfigured", pod.HTTPSource), // no such source any more: kill
+		{UID: "dead", Source: pod.FileSource, Sandboxes: []runtime.SandboxRef{{ID: "x", State: runtime.SandboxStateNotReady}}}, // GC's job
 	}
 	got := sets.New[types.UID]()
 	for _, p := range a.leftovers(listing) {

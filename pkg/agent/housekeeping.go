@@ -61,7 +61,7 @@ func (a *Agent) leftovers(listing []*runtime.Pod) []*runtime.Pod {
 		} else if a.sources.Has(p.Source) && !a.SourceReady(p.Source) {
 			continue
 		}
-		if !hasAnything(p) {
+		if !isRunning(p) {
 			continue
 		}
 		out = append(out, p)
@@ -69,6 +69,18 @@ func (a *Agent) leftovers(listing []*runtime.Pod) []*runtime.Pod {
 	return out
 }
 
-func hasAnything(p *runtime.Pod) bool {
-	return len(p.Sandboxes) > 0 || len(p.Containers) > 0
+// isRunning: something of the pod still runs. Dead leftovers are container
+// GC's to remove, not the killer's to kill again every pass.
+func isRunning(p *runtime.Pod) bool {
+	for _, s := range p.Sandboxes {
+		if s.State == runtime.SandboxStateReady {
+			return true
+		}
+	}
+	for _, c := range p.Containers {
+		if c.State == runtime.ContainerStateRunning || c.State == runtime.ContainerStateCreated {
+			return true
+		}
+	}
+	return false
 }

@@ -25,9 +25,8 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 			return worker.Result{Err: fmt.Errorf("kill pod %s/%s: %w", p.Namespace, p.Name, err)}
 		}
 		if w.Forget {
-			if err := a.rt.RemovePod(ctx, rs); err != nil {
-				klog.ErrorS(err, "Remove stopped pod; container GC will retry", "pod", klog.KObj(p))
-			}
+			// The dead containers stay until container GC removes them, as
+			// upstream: their exit codes and logs remain readable meanwhile.
 			return worker.Result{}
 		}
 		a.refreshStatus(ctx, w, nil)
@@ -61,8 +60,8 @@ func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[st
 	a.statuses.Set(p.UID, status.Generate(in))
 }
 
-// killLeftover is the killer's KillFunc: stop and remove everything of a pod
-// that no source wants.
+// killLeftover is the killer's KillFunc: stop everything of a pod that no
+// source wants; container GC removes what is left.
 func (a *Agent) killLeftover(ctx context.Context, p *runtime.Pod) error {
 	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
 	if err != nil {
@@ -71,9 +70,6 @@ func (a *Agent) killLeftover(ctx context.Context, p *runtime.Pod) error {
 	klog.InfoS("Stopping pod no source wants", "pod", klog.KRef(p.Namespace, p.Name), "uid", p.UID)
 	if err := a.rt.KillPod(ctx, nil, rs, nil); err != nil {
 		return fmt.Errorf("kill leftover pod %s/%s: %w", p.Namespace, p.Name, err)
-	}
-	if err := a.rt.RemovePod(ctx, rs); err != nil {
-		return fmt.Errorf("remove leftover pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return nil
 }

@@ -269,6 +269,7 @@ func TestListPods(t *testing.T) {
 			ctrOf("o0", "sb-gone", "orphan", "y", 0, 90, exited),
 		},
 	}
+	f.sandboxes[0].Annotations["kubernetes.io/config.source"] = "file"
 	c := dial(t, f)
 	pods, err := c.ListPods(context.Background())
 	if err != nil {
@@ -285,7 +286,7 @@ func TestListPods(t *testing.T) {
 		t.Fatalf("pods = %d, want web, db, orphan", len(pods))
 	}
 	web := byUID["uid-web"]
-	if web.Name != "web" || web.Namespace != "ns" || len(web.Sandboxes) != 1 || len(web.Containers) != 2 ||
+	if web.Name != "web" || web.Namespace != "ns" || web.Source != "file" || len(web.Sandboxes) != 1 || len(web.Containers) != 2 ||
 		web.Containers[0].ID != "w1" || web.Containers[0].State != runtime.ContainerStateRunning || web.Containers[0].SandboxID != "sb1" {
 		t.Errorf("web = %+v", web)
 	}

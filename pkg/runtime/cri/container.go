@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -86,7 +88,7 @@ func (c *Client) ContainerStatus(ctx context.Context, id string, verbose bool) (
 		return nil, fmt.Errorf("container status %s: %w", id, classify(err))
 	}
 	if resp.Status == nil {
-		return nil, fmt.Errorf("container status %s: empty response: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("container status %s: %w", id, classify(status.Error(codes.NotFound, "no status in response")))
 	}
 	return resp.Status, nil
 }

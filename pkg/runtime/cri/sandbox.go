@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -54,7 +56,7 @@ func (c *Client) PodSandboxStatus(ctx context.Context, id string, verbose bool) 
 		return nil, fmt.Errorf("pod sandbox status %s: %w", id, classify(err))
 	}
 	if resp.Status == nil {
-		return nil, fmt.Errorf("pod sandbox status %s: empty response: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("pod sandbox status %s: %w", id, classify(status.Error(codes.NotFound, "no status in response")))
 	}
 	return resp.Status, nil
 }

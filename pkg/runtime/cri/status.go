@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	podutil "github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime"
 )
 
@@ -106,7 +107,8 @@ func (c *Client) PodStatus(ctx context.Context, uid types.UID, name, namespace s
 }
 
 // ListPods returns every pod that has a sandbox or container carrying kubelet
-// identity labels, with the IDs and states of what exists, newest first. It
+// identity labels, with the IDs and states of what exists, newest first, and
+// the config source recorded on its newest sandbox. It
 // costs exactly two concurrent list calls, so relisting every second stays
 // cheap.
 func (c *Client) ListPods(ctx context.Context) ([]*runtime.Pod, error) {
@@ -148,6 +150,10 @@ func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Cont
 			continue
 		}
 		p := pod(id.PodUID, id.PodName, id.PodNamespace)
+		if p.Source == "" {
+			// Sandboxes carry the pod's annotations, config.source among them.
+			p.Source = sb.Annotations[podutil.ConfigSourceAnnotationKey]
+		}
 		p.Sandboxes = append(p.Sandboxes, runtime.SandboxRef{
 			ID:        sb.Id,
 			State:     sandboxState(sb.State),
