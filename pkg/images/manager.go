@@ -27,9 +27,10 @@ const (
 // bring usage below the low threshold because too few images were eligible.
 var ErrLowThresholdNotReached = errors.New("image garbage collection could not reach the low threshold")
 
-// maxRounds bounds how often one pass re-measures and removes more images
-// when the sizes the runtime reports freed less than expected (shared layers).
-const maxRounds = 3
+// maxRounds bounds how often one pass re-plans from fresh figures when the
+// removed images freed less than their sizes promised (shared layers). Every
+// round removes at least one image or ends the pass, so this is only a guard.
+const maxRounds = 32
 
 // defaultCallTimeout bounds each runtime call of a pass.
 const defaultCallTimeout = 2 * time.Minute
@@ -194,6 +195,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) (res Result, err error) {
 	res.Before, res.After = u, u
 
 	var errs []error
+	stale := false // the last measurement failed: res.After is not current
 	policy := m.policy
 	for round := 0; round < maxRounds; round++ {
 		now := m.now()
@@ -231,6 +233,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) (res Result, err error) {
 		}
 		if u, err = m.measure(ctx); err != nil {
 			errs = append(errs, err)
+			stale = true
 			break
 		}
 		res.After = u
@@ -243,7 +246,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) (res Result, err error) {
 		policy.HighThresholdPercent = policy.LowThresholdPercent
 	}
 
-	if res.Triggered {
+	if res.Triggered && !stale {
 		if res.After.AtOrAbove(m.policy.LowThresholdPercent) {
 			res.Shortfall = res.After.Used() - thresholdBytes(res.After.Capacity, m.policy.LowThresholdPercent) + 1
 		}
