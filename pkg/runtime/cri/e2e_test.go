@@ -451,6 +451,9 @@ func countInstances(st *runtime.PodStatus, name string) int {
 // which goes first, so warm-up and drift hit both alike. It reports; the
 // machine is too noisy for a hard bound, set NODELET_LATENCY_ROUNDS for more.
 func TestStartLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("latency comparison skipped in -short mode")
+	}
 	rounds := 7
 	if n, err := strconv.Atoi(os.Getenv("NODELET_LATENCY_ROUNDS")); err == nil && n > 0 {
 		rounds = n
@@ -470,11 +473,18 @@ func TestStartLatency(t *testing.T) {
 					if viaSyncer {
 						e.metrics.take()
 						total, sync := e.startViaSyncer(t, pod)
-						for op, ds := range e.metrics.take() {
+						ops := e.metrics.take()
+						cri := time.Duration(0)
+						for op, ds := range ops {
 							synced[op] = append(synced[op], ds...)
+							for _, d := range ds {
+								cri += d
+							}
 						}
 						synced["total"] = append(synced["total"], total)
 						synced["syncpod"] = append(synced["syncpod"], sync)
+						// What the Syncer adds around the three calls raw CRI makes too.
+						synced["overhead"] = append(synced["overhead"], total-cri)
 					} else {
 						for op, d := range e.startRaw(t, pod) {
 							raw[op] = append(raw[op], d)
@@ -488,6 +498,8 @@ func TestStartLatency(t *testing.T) {
 			t.Logf("PodStatus+SyncPod:            median %v = %.2fx  (sandbox %v, create %v, start %v)", s, float64(s)/float64(r),
 				median(synced[podsync.OpRunSandbox]), median(synced[podsync.OpCreateContainer]), median(synced[podsync.OpStartContainer]))
 			t.Logf("SyncPod alone:                median %v = %.2fx", so, float64(so)/float64(r))
+			t.Logf("Syncer overhead beyond the 3 CRI calls (PodStatus, ImageStatus, mkdir, configs): median %v, max %v = %.1f%% of raw",
+				median(synced["overhead"]), slices.Max(synced["overhead"]), 100*float64(median(synced["overhead"]))/float64(r))
 			t.Logf("all raw totals %v", raw["total"])
 			t.Logf("all syncer totals %v", synced["total"])
 		})
