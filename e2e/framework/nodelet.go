@@ -1,0 +1,329 @@
+//go:build e2e
+
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+)
+
+// NodeName is the --hostname-override every e2e nodelet runs with, so static
+// pod names are predictable: <manifest name>-e2e-node.
+const NodeName = "e2e-node"
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// NodeletBinary builds cmd/nodelet once per test binary and returns its path.
+func NodeletBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nodelet-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "nodelet")
+		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/nodelet")
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/nodelet: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// Nodelet is one nodelet process run by a test, with its own root dir,
+// manifest dir and ports.
+type Nodelet struct {
+	t            testing.TB
+	Bin          string
+	RootDir      string
+	ManifestDir  string
+	LogDir       string
+	LogFile      string
+	ReadOnlyPort int
+	HealthzPort  int
+	Args         []string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	out *os.File
+}
+
+// NewNodelet prepares (does not start) a nodelet on rt. extra flags are
+// appended to the defaults; a --pod-manifest-path among them replaces the
+// default manifest dir.
+func NewNodelet(t testing.TB, rt *Runtime, extra ...string) *Nodelet {
+	t.Helper()
+	dir := t.TempDir()
+	n := &Nodelet{
+		t:            t,
+		Bin:          NodeletBinary(t),
+		RootDir:      filepath.Join(dir, "root"),
+		ManifestDir:  filepath.Join(dir, "manifests"),
+		LogDir:       filepath.Join(dir, "logs"),
+		LogFile:      filepath.Join(dir, "nodelet.log"),
+		ReadOnlyPort: FreePort(t),
+		HealthzPort:  FreePort(t),
+	}
+	for _, d := range []string{n.RootDir, n.ManifestDir, n.LogDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodLogsDir: "+n.LogDir+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		"--config", cfg,
+		"--container-runtime-endpoint", rt.Endpoint,
+		"--root-dir", n.RootDir,
+		"--hostname-override", NodeName,
+		"--read-only-port", strconv.Itoa(n.ReadOnlyPort),
+		"--healthz-port", strconv.Itoa(n.HealthzPort),
+		"--v", "3",
+	}
+	hasPath := false
+	for _, a := range extra {
+		if strings.HasPrefix(a, "--pod-manifest-path") {
+			hasPath = true
+		}
+	}
+	if !hasPath {
+		args = append(args, "--pod-manifest-path", n.ManifestDir)
+	}
+	n.Args = append(args, extra...)
+	t.Cleanup(func() {
+		n.Stop()
+		if t.Failed() {
+			t.Logf("nodelet log (last 60 lines):\n%s", runtimeTail(n.LogFile, 60))
+		}
+	})
+	return n
+}
+
+// StartNodelet is NewNodelet + Start.
+func StartNodelet(t testing.TB, rt *Runtime, extra ...string) *Nodelet {
+	n := NewNodelet(t, rt, extra...)
+	n.Start()
+	return n
+}
+
+// Start runs the nodelet process (again, after Stop) and waits for its
+// healthz port.
+func (n *Nodelet) Start() {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out, err := os.OpenFile(n.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	cmd := exec.Command(n.Bin, n.Args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		n.t.Fatalf("start nodelet: %v", err)
+	}
+	n.cmd, n.out = cmd, out
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.HealthzPort))
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("nodelet healthz never answered: %v\n%s", err, runtimeTail(n.LogFile, 40))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop sends SIGTERM and waits for the process to exit (SIGKILL after 20 s).
+func (n *Nodelet) Stop() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = n.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-done
+	}
+	n.out.Close()
+	n.cmd = nil
+}
+
+// Log returns the nodelet's output so far.
+func (n *Nodelet) Log() string {
+	b, _ := os.ReadFile(n.LogFile)
+	return string(b)
+}
+
+// WriteManifest writes a manifest file atomically (write + rename), as
+// configuration management tools do.
+func (n *Nodelet) WriteManifest(name, content string) {
+	n.t.Helper()
+	tmp := filepath.Join(n.ManifestDir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(n.ManifestDir, name)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// RemoveManifest deletes a manifest file.
+func (n *Nodelet) RemoveManifest(name string) {
+	n.t.Helper()
+	if err := os.Remove(filepath.Join(n.ManifestDir, name)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// Pods reads /pods from the read-only port.
+func (n *Nodelet) Pods() ([]v1.Pod, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/pods", n.ReadOnlyPort))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/pods: %s: %s", resp.Status, body)
+	}
+	var list v1.PodList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("/pods: %w", err)
+	}
+	return list.Items, nil
+}
+
+// Pod returns the pod named name (full static name) from /pods, or nil.
+func (n *Nodelet) Pod(name string) (*v1.Pod, error) {
+	pods, err := n.Pods()
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods {
+		if pods[i].Name == name {
+			return &pods[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// WaitPod polls /pods until cond holds for the named pod (nil when absent).
+func (n *Nodelet) WaitPod(name string, timeout time.Duration, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last *v1.Pod
+	var lastErr error
+	for time.Now().Before(deadline) {
+		p, err := n.Pod(name)
+		last, lastErr = p, err
+		if err == nil && cond(p) {
+			return p
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, _ := json.MarshalIndent(last, "", "  ")
+	n.t.Fatalf("pod %s: timed out after %s waiting for %s (last error %v); last seen:\n%s", name, timeout, what, lastErr, b)
+	return nil
+}
+
+// Readyz returns the status code and body of the healthz server's /readyz.
+func (n *Nodelet) Readyz() (int, string, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz?verbose", n.HealthzPort))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// Running reports whether every container of p is running.
+func Running(p *v1.Pod) bool {
+	if p == nil || len(p.Status.ContainerStatuses) != len(p.Spec.Containers) {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Running == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// ContainerStatus returns the status of the named container of p.
+func ContainerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
+	if p == nil {
+		return nil
+	}
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == name {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// FreePort returns a TCP port free on loopback right now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// CRIClient dials rt with nodelet's own CRI client, for tests that look at
+// what really runs (exit codes, finish times) rather than at /pods.
+func CRIClient(t testing.TB, rt *Runtime) *cri.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := cri.Dial(ctx, rt.Endpoint)
+	if err != nil {
+		t.Fatalf("dial CRI: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Sets up everything and runs every test: vet, unit tests (fast, no root), then the end-to-end tests on
+# real containerd (and, for the cluster tests, a real kube-apiserver built from the tools module).
+#   bash hack/test.sh          # everything (what .ci/run calls)
+#   bash hack/test.sh unit     # vet + unit tests only
+#   bash hack/test.sh e2e      # end-to-end only
+# Under CI=true an end-to-end test that cannot find its real parts fails instead of skipping.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$NODELET_ROOT"
+what="${1:-all}"
+
+unit() {
+  log "go vet"
+  go vet ./...
+  go vet -tags e2e ./...
+  log "unit tests"
+  go test -race -count=1 ./...
+}
+
+e2e() {
+  require_root
+  ensure_packages containerd runc containernetworking-plugins busybox-static iptables
+  # Package-level integration tests (pkg/...) share one runtime; e2e/ tests start their own per test.
+  local rt_dir
+  rt_dir="$(mktemp -d /tmp/nltest-XXXXXX)"
+  trap 'bash hack/runtime-down.sh --purge "'"$rt_dir"'" >/dev/null 2>&1 || true' EXIT
+  bash hack/runtime-up.sh "$rt_dir" >/dev/null
+  log "integration tests against the runtime in $rt_dir"
+  NODELET_CRI_ENDPOINT="unix://$rt_dir/containerd.sock" \
+    go test -tags e2e -count=1 -p 1 -timeout 20m ./pkg/...
+  bash hack/runtime-down.sh --purge "$rt_dir" >/dev/null 2>&1 || true
+  trap - EXIT
+  log "end-to-end tests"
+  go test -tags e2e -count=1 -p 1 -timeout 50m ./e2e/...
+}
+
+case "$what" in
+  unit) unit ;;
+  e2e) e2e ;;
+  all) unit; e2e ;;
+  *) die "usage: $0 [unit|e2e|all]" ;;
+esac
+log "all tests passed"
