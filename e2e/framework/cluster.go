@@ -54,25 +54,18 @@ const (
 // cluster cannot run here the test is skipped, or fails when CI=true.
 func StartCluster(t testing.TB, nodeName string) *Cluster {
 	t.Helper()
-	root, err := clusterRepoRoot()
-	if err != nil {
-		t.Fatalf("cluster: %v", err)
-	}
+	root := RepoRoot()
 	bin := filepath.Join(root, "_output", "tools", "bin")
 	if !clusterIsExec(filepath.Join(bin, "etcd")) || !clusterIsExec(filepath.Join(bin, "kube-apiserver")) {
 		t.Logf("cluster: building etcd and kube-apiserver with hack/build-tools.sh (a cold build takes minutes)")
 		out, err := clusterRun(clusterBuildTimeout, root, []string{"TOOLS=etcd kube-apiserver"},
 			"bash", filepath.Join(root, "hack", "build-tools.sh"))
 		if err != nil {
-			clusterSkipOrFatal(t, "cannot build etcd/kube-apiserver: %v\n%s", err, out)
-			return nil
+			RequireRealParts(t, "cluster tools", fmt.Errorf("hack/build-tools.sh: %w\n%s", err, out))
 		}
 	}
 	kubectl, err := clusterKubectl(root)
-	if err != nil {
-		clusterSkipOrFatal(t, "%v", err)
-		return nil
-	}
+	RequireRealParts(t, "kubectl", err)
 
 	port, err := clusterFreePort()
 	if err != nil {
@@ -100,8 +93,7 @@ func StartCluster(t testing.TB, nodeName string) *Cluster {
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 3 { // NODELET_EXIT_ENV: the machine lacks something
-			clusterSkipOrFatal(t, "cluster-up: %v\n%s", err, out)
-			return nil
+			RequireRealParts(t, "cluster", fmt.Errorf("hack/cluster-up.sh: %w\n%s", err, out))
 		}
 		t.Fatalf("cluster-up: %v\n%s", err, out)
 	}
@@ -187,33 +179,6 @@ func clusterKubectl(root string) (string, error) {
 		return "", fmt.Errorf("no %s and building kubectl failed: %v\n%s", debianKubectl, err, out)
 	}
 	return filepath.Join(root, "_output", "tools", "bin", "kubectl"), nil
-}
-
-func clusterSkipOrFatal(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("cluster (CI=true, so not skipping): "+format, args...)
-	}
-	t.Skipf("cluster cannot run here: "+format, args...)
-}
-
-// clusterRepoRoot walks up from the working directory to the product module's go.mod.
-func clusterRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(bytes.TrimSpace(data), []byte("module github.com/nodelet/nodelet\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("repository root (go.mod of github.com/nodelet/nodelet) not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 func clusterRun(timeout time.Duration, dir string, env []string, name string, args ...string) (string, error) {
