@@ -10,7 +10,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
@@ -61,7 +60,7 @@ type FileSource struct {
 	parentWatched bool
 	dirWatched    bool
 	files         map[string]*fileState
-	sent          sets.Set[types.UID] // UIDs of the last SET; nil before the first
+	sent          sets.Set[string] // podVersions of the last SET; nil before the first
 	pathProblem   string              // last problem logged about the path itself
 }
 
@@ -315,12 +314,8 @@ func (s *FileSource) notePath(msg string, err error) {
 }
 
 // send sends a SET with pods unless it is the same set as last time.
-// Static pod UIDs are content hashes, so equal UIDs mean equal pods.
 func (s *FileSource) send(ctx context.Context, pods []*v1.Pod) {
-	uids := sets.New[types.UID]()
-	for _, p := range pods {
-		uids.Insert(p.UID)
-	}
+	uids := podVersions(pods)
 	if s.sent != nil && s.sent.Equal(uids) {
 		return
 	}

@@ -138,8 +138,9 @@ func TestFileSourceAddEditRemove(t *testing.T) {
 
 	write(t, filepath.Join(dir, "web.yaml"), podYAML("web", "busybox:1.36"))
 	edited := expectSet(t, out, "web")
-	if edited[0].UID == first[0].UID {
-		t.Error("edited manifest kept its UID")
+	// An edit keeps the pod's identity and changes its config hash.
+	if edited[0].UID != first[0].UID || edited[0].Annotations[pod.ConfigHashAnnotationKey] == first[0].Annotations[pod.ConfigHashAnnotationKey] {
+		t.Error("edited manifest: want same UID, new config hash")
 	}
 	if err := os.Remove(filepath.Join(dir, "web.yaml")); err != nil {
 		t.Fatal(err)
@@ -220,8 +221,8 @@ func TestFileSourceKeepsLastGoodPod(t *testing.T) {
 
 	write(t, path, podYAML("web", "busybox:1.36"))
 	fixed := expectSet(t, out, "web")
-	if fixed[0].UID == running[0].UID {
-		t.Error("fixed manifest has the old UID")
+	if fixed[0].Annotations[pod.ConfigHashAnnotationKey] == running[0].Annotations[pod.ConfigHashAnnotationKey] {
+		t.Error("fixed manifest has the old config hash")
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -31,30 +33,45 @@ func StaticPodName(name, nodeName string) string {
 }
 
 // StaticPodUID derives a static pod's UID from where it comes from, the node
-// and the manifest content: hex(sha256(origin, node, JSON of the decoded
-// manifest))[:32], the length of an md5-based upstream UID.
+// and the pod's namespace and name: hex(sha256(...))[:32], the length of an
+// md5-based upstream UID.
 //
-// The content is the decoded manifest re-encoded as JSON, before defaults:
-// comments, key order, whitespace and YAML-vs-JSON do not change the UID
-// (no restart for a cosmetic edit), and a default added by a later nodelet
-// version does not either (no restart on upgrade). Any real change gives a
-// new UID, so the merger sees REMOVE + ADD and the pod restarts, as upstream.
+// Unlike upstream, the manifest's content is not part of the UID. An edit
+// keeps the pod's identity, so the merger sees an UPDATE and only the
+// containers whose spec changed are restarted, exactly as for an API pod;
+// upstream turns every edit into a new pod and restarts all of it. The
+// content goes into the config hash instead (StaticPodHash), which is what
+// tells a mirror pod that it is outdated.
 //
 // A uid written in the manifest is not used as the pod's UID, unlike
 // upstream: copied between files or nodes it would give two pods one UID,
-// and the merger, the pod manager and the mirror pod all key on the UID. It
-// is part of the hashed content, so changing it still restarts the pod.
-func StaticPodUID(manifest *v1.Pod, o Origin, nodeName string) (types.UID, error) {
+// and the merger, the pod manager and the mirror pod all key on the UID.
+func StaticPodUID(manifest *v1.Pod, o Origin, nodeName string) types.UID {
+	ns := manifest.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	h := sha256.New()
+	// NUL-separated so that no two tuples hash the same bytes.
+	fmt.Fprintf(h, "nodelet static pod uid v2\x00%s\x00%s\x00%s\x00%s\x00%s", o.Source, o.Location, nodeName, ns, manifest.Name)
+	return types.UID(hex.EncodeToString(h.Sum(nil)[:16]))
+}
+
+// StaticPodHash is the static pod's config hash (kubernetes.io/config.hash
+// and, later, the mirror pod's kubernetes.io/config.mirror): a hash of the
+// origin, the node and the decoded manifest re-encoded as JSON, before
+// defaults. Comments, key order, whitespace and YAML-vs-JSON do not change
+// it, nor does a default added by a later nodelet version; any real change
+// does.
+func StaticPodHash(manifest *v1.Pod, o Origin, nodeName string) (string, error) {
 	content, err := json.Marshal(manifest)
 	if err != nil {
 		return "", fmt.Errorf("encode pod %s for hashing: %w", manifest.Name, err)
 	}
 	h := sha256.New()
-	// NUL-separated so that no two (source, location, node) triples hash the
-	// same bytes.
 	fmt.Fprintf(h, "nodelet static pod v1\x00%s\x00%s\x00%s\x00", o.Source, o.Location, nodeName)
 	h.Write(content)
-	return types.UID(hex.EncodeToString(h.Sum(nil)[:16])), nil
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
 // StaticPod turns a decoded manifest pod into the pod this node runs: API
@@ -65,7 +82,8 @@ func StaticPod(manifest *v1.Pod, o Origin, nodeName string) (*v1.Pod, error) {
 	if manifest.Name == "" {
 		return nil, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "")}.ToAggregate()
 	}
-	uid, err := StaticPodUID(manifest, o, nodeName)
+	uid := StaticPodUID(manifest, o, nodeName)
+	hash, err := StaticPodHash(manifest, o, nodeName)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +101,7 @@ func StaticPod(manifest *v1.Pod, o Origin, nodeName string) (*v1.Pod, error) {
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
-	p.Annotations[pod.ConfigHashAnnotationKey] = string(uid)
+	p.Annotations[pod.ConfigHashAnnotationKey] = hash
 	p.Annotations[pod.ConfigSourceAnnotationKey] = o.Source
 	// Static pods are not evicted for node conditions; the toleration tells
 	// the taint manager the mirror pod must not be deleted either. Upstream
@@ -109,7 +127,7 @@ func addToleration(s *v1.PodSpec, t v1.Toleration) {
 }
 
 // staticPods prepares every pod of one manifest. Pods of a list share the
-// origin; their content differs, so their UIDs do too.
+// origin; their names differ, so their UIDs do too.
 func staticPods(m *Manifest, o Origin, nodeName string) ([]*v1.Pod, error) {
 	out := make([]*v1.Pod, 0, len(m.Pods))
 	for i, mp := range m.Pods {
@@ -123,4 +141,15 @@ func staticPods(m *Manifest, o Origin, nodeName string) ([]*v1.Pod, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// podVersions identifies a set of static pods with their content: "<uid>
+// <config hash>" each, so an edit (same UID, new hash) is a change and a
+// cosmetic rewrite of a manifest is not.
+func podVersions(pods []*v1.Pod) sets.Set[string] {
+	out := sets.New[string]()
+	for _, p := range pods {
+		out.Insert(string(p.UID) + " " + p.Annotations[pod.ConfigHashAnnotationKey])
+	}
+	return out
 }

@@ -20,49 +20,64 @@ func manifestPod() *v1.Pod {
 
 var fileOrigin = Origin{Source: pod.FileSource, Location: "/etc/kubernetes/manifests/web.yaml"}
 
-func TestStaticPodUID(t *testing.T) {
-	base, err := StaticPodUID(manifestPod(), fileOrigin, "node-1")
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestStaticPodUIDAndHash(t *testing.T) {
+	base := StaticPodUID(manifestPod(), fileOrigin, "node-1")
 	if len(base) != 32 || strings.Trim(string(base), "0123456789abcdef") != "" {
 		t.Fatalf("UID %q is not 32 hex digits", base)
+	}
+	baseHash, err := StaticPodHash(manifestPod(), fileOrigin, "node-1")
+	if err != nil {
+		t.Fatal(err)
 	}
 	changedImage := manifestPod()
 	changedImage.Spec.Containers[0].Image = "busybox:1.36"
 	withUID := manifestPod()
 	withUID.UID = "manifest-uid"
+	otherNS := manifestPod()
+	otherNS.Namespace = "kube-system"
+	explicitDefaultNS := manifestPod()
+	explicitDefaultNS.Namespace = "default"
+	renamed := manifestPod()
+	renamed.Name = "web2"
 
 	tests := []struct {
-		name   string
-		pod    *v1.Pod
-		origin Origin
-		node   string
-		same   bool
+		name              string
+		pod               *v1.Pod
+		origin            Origin
+		node              string
+		sameUID, sameHash bool
 	}{
-		{"same content, source and node", manifestPod(), fileOrigin, "node-1", true},
-		{"other node", manifestPod(), fileOrigin, "node-2", false},
-		{"other file", manifestPod(), Origin{pod.FileSource, "/etc/kubernetes/manifests/web2.yaml"}, "node-1", false},
-		{"other source kind, same location", manifestPod(), Origin{pod.HTTPSource, fileOrigin.Location}, "node-1", false},
-		{"other content", changedImage, fileOrigin, "node-1", false},
-		{"uid in the manifest is content, not identity", withUID, fileOrigin, "node-1", false},
+		{"same content, source and node", manifestPod(), fileOrigin, "node-1", true, true},
+		{"other node", manifestPod(), fileOrigin, "node-2", false, false},
+		{"other file", manifestPod(), Origin{pod.FileSource, "/etc/kubernetes/manifests/web2.yaml"}, "node-1", false, false},
+		{"other source kind, same location", manifestPod(), Origin{pod.HTTPSource, fileOrigin.Location}, "node-1", false, false},
+		// An edit keeps the identity (UPDATE, restart of what changed only).
+		{"other content", changedImage, fileOrigin, "node-1", true, false},
+		{"uid in the manifest is content, not identity", withUID, fileOrigin, "node-1", true, false},
+		{"other namespace", otherNS, fileOrigin, "node-1", false, false},
+		{"explicit default namespace", explicitDefaultNS, fileOrigin, "node-1", true, false},
+		{"other name", renamed, fileOrigin, "node-1", false, false},
 		// Separators keep the fields apart.
-		{"location/node boundary", manifestPod(), Origin{pod.FileSource, fileOrigin.Location + "\x00node"}, "-1", false},
+		{"location/node boundary", manifestPod(), Origin{pod.FileSource, fileOrigin.Location + "\x00node"}, "-1", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			uid, err := StaticPodUID(tt.pod, tt.origin, tt.node)
+			uid := StaticPodUID(tt.pod, tt.origin, tt.node)
+			if (uid == base) != tt.sameUID {
+				t.Errorf("UID %s vs base %s: same = %v, want %v", uid, base, uid == base, tt.sameUID)
+			}
+			hash, err := StaticPodHash(tt.pod, tt.origin, tt.node)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (uid == base) != tt.same {
-				t.Errorf("UID %s vs base %s: same = %v, want %v", uid, base, uid == base, tt.same)
+			if (hash == baseHash) != tt.sameHash {
+				t.Errorf("hash %s vs base %s: same = %v, want %v", hash, baseHash, hash == baseHash, tt.sameHash)
 			}
 		})
 	}
 }
 
-// Cosmetic differences in the manifest file do not change the UID: it hashes
+// Cosmetic differences in the manifest file do not change the hash: it hashes
 // the decoded pod, not the bytes.
 func TestStaticPodUIDIgnoresFormatting(t *testing.T) {
 	yamlDoc := "# comment\napiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - image: busybox:1.35\n    name: app\n"
@@ -73,14 +88,14 @@ func TestStaticPodUIDIgnoresFormatting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		uid, err := StaticPodUID(m.Pods[0], fileOrigin, "node-1")
+		hash, err := StaticPodHash(m.Pods[0], fileOrigin, "node-1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, string(uid))
+		got = append(got, hash)
 	}
 	if got[0] != got[1] {
-		t.Errorf("YAML and JSON of the same pod: UIDs %s != %s", got[0], got[1])
+		t.Errorf("YAML and JSON of the same pod: hashes %s != %s", got[0], got[1])
 	}
 }
 
@@ -98,7 +113,8 @@ func TestStaticPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uid, _ := StaticPodUID(orig, fileOrigin, "Node-1")
+	uid := StaticPodUID(orig, fileOrigin, "Node-1")
+	hash, _ := StaticPodHash(orig, fileOrigin, "Node-1")
 	checks := []struct {
 		name      string
 		got, want any
@@ -107,7 +123,7 @@ func TestStaticPod(t *testing.T) {
 		{"namespace", p.Namespace, "default"},
 		{"uid", p.UID, uid},
 		{"nodeName", p.Spec.NodeName, "Node-1"},
-		{"hash annotation", p.Annotations[pod.ConfigHashAnnotationKey], string(uid)},
+		{"hash annotation", p.Annotations[pod.ConfigHashAnnotationKey], hash},
 		{"source annotation", p.Annotations[pod.ConfigSourceAnnotationKey], "file"},
 		{"user annotation", p.Annotations["team"], "x"},
 		{"phase", p.Status.Phase, v1.PodPending},

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
@@ -43,7 +42,7 @@ type URLSource struct {
 
 	// Owned by Run.
 	lastBody [sha256.Size]byte   // hash of the body the last SET came from
-	sent     sets.Set[types.UID] // UIDs of the last SET; nil before the first
+	sent     sets.Set[string] // podVersions of the last SET; nil before the first
 	problem  string              // last problem reported, "" after a good poll
 }
 
@@ -179,10 +178,7 @@ func (s *URLSource) recovered() {
 // changed cosmetically). It reports whether the source is now in step with
 // the pods.
 func (s *URLSource) send(ctx context.Context, pods []*v1.Pod) bool {
-	uids := sets.New[types.UID]()
-	for _, p := range pods {
-		uids.Insert(p.UID)
-	}
+	uids := podVersions(pods)
 	if s.sent != nil && s.sent.Equal(uids) {
 		return true
 	}

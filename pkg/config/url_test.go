@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodelet/nodelet/pkg/pod"
 )
@@ -120,8 +121,8 @@ func TestURLSourcePod(t *testing.T) {
 	if p.Annotations[pod.ConfigSourceAnnotationKey] != "http" || p.Spec.NodeName != "node-1" {
 		t.Errorf("not a static pod: %v", p.Annotations)
 	}
-	uid, _ := StaticPodUID(&v1.Pod{}, Origin{pod.HTTPSource, url}, "node-1")
-	if p.UID == "" || p.UID == uid || p.Annotations[pod.ConfigHashAnnotationKey] != string(p.UID) {
+	uid := StaticPodUID(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, Origin{pod.HTTPSource, url}, "node-1")
+	if p.UID != uid || p.Annotations[pod.ConfigHashAnnotationKey] == "" {
 		t.Errorf("UID %q, hash %q", p.UID, p.Annotations[pod.ConfigHashAnnotationKey])
 	}
 	if _, h := srv.requests(); h.Get("Authorization") != "Bearer t" {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Annotation keys, the same strings the upstream kubelet uses so that tools
@@ -55,11 +54,4 @@ func IsStatic(p *v1.Pod) bool {
 func IsMirror(p *v1.Pod) bool {
 	_, ok := p.Annotations[ConfigMirrorAnnotationKey]
 	return ok
-}
-
-// StaticUIDOfMirror returns the UID of the static pod a mirror pod stands for.
-// The mirror annotation carries the static pod's config hash, which is also
-// its UID for file and URL sources.
-func StaticUIDOfMirror(mirror *v1.Pod) types.UID {
-	return types.UID(mirror.Annotations[ConfigMirrorAnnotationKey])
 }
