@@ -61,7 +61,7 @@ type FileSource struct {
 	dirWatched    bool
 	files         map[string]*fileState
 	sent          sets.Set[string] // podVersions of the last SET; nil before the first
-	pathProblem   string              // last problem logged about the path itself
+	pathProblem   string           // last problem logged about the path itself
 }
 
 // NewFileSource returns a source for the manifests at path (a directory or

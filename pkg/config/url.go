@@ -41,9 +41,9 @@ type URLSource struct {
 	client   *http.Client
 
 	// Owned by Run.
-	lastBody [sha256.Size]byte   // hash of the body the last SET came from
-	sent     sets.Set[string] // podVersions of the last SET; nil before the first
-	problem  string              // last problem reported, "" after a good poll
+	lastBody [sha256.Size]byte // hash of the body the last SET came from
+	sent     sets.Set[string]  // podVersions of the last SET; nil before the first
+	problem  string            // last problem reported, "" after a good poll
 }
 
 // NewURLSource returns a source polling url with the given request headers
