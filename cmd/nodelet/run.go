@@ -52,8 +52,18 @@ func run(ctx context.Context, opts *options.Options) error {
 	}
 	defer client.Close()
 
+	var cl *clusterEnv
+	if opts.KubeconfigPath != "" {
+		if cl, err = newClusterEnv(opts, nodeName, hostIP); err != nil {
+			return err
+		}
+	}
+
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)
+	if cl != nil {
+		cl.startEventSink(broadcaster)
+	}
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "nodelet", Host: nodeName})
 	nodeRef := &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
@@ -78,12 +88,20 @@ func run(ctx context.Context, opts *options.Options) error {
 		src := config.NewURLSource(opts.StaticPodURL, http.Header(opts.StaticPodURLHeader), nodeName, opts.HTTPCheckFrequency, merger.Channel(pod.HTTPSource), reporter)
 		sourceRunners = append(sourceRunners, src.Run)
 	}
+	pods := pod.NewManager()
+	statuses := status.NewCache()
+	if cl != nil {
+		cl.pods, cl.statuses, cl.cri, cl.recorder, cl.registry = pods, statuses, client, recorder, registry
+		src, err := cl.apiSource(merger.Channel(pod.ApiserverSource))
+		if err != nil {
+			return err
+		}
+		sourceRunners = append(sourceRunners, src)
+	}
 	if len(sourceRunners) == 0 {
 		klog.InfoS("No pod source configured (--pod-manifest-path, --manifest-url, --kubeconfig): nodelet will only clean up")
 	}
 
-	pods := pod.NewManager()
-	statuses := status.NewCache()
 	relister := pleg.New(client, opts.RelistPeriod)
 	ag := agent.New(agent.Config{
 		NodeName: nodeName, HostIP: hostIP, RuntimeName: runtimeName(ctx, client),
@@ -115,6 +133,22 @@ func run(ctx context.Context, opts *options.Options) error {
 	})
 	if err != nil {
 		return err
+	}
+
+	var clusterRunners []func(context.Context)
+	if cl != nil {
+		cl.diskPressure = imageGC.DiskPressure
+		cl.runtimeHealthy = relister.Healthy
+		member, err := cl.podCluster()
+		if err != nil {
+			return err
+		}
+		ag.SetCluster(member)
+		runners, err := cl.runners()
+		if err != nil {
+			return err
+		}
+		clusterRunners = runners
 	}
 
 	healthChecks := []server.HealthCheck{{Name: "pleg", Check: relister.Healthy}}
@@ -160,6 +194,9 @@ func run(ctx context.Context, opts *options.Options) error {
 		wg.StartWithContext(ctx, r)
 	}
 	wg.StartWithContext(ctx, imageGC.Run)
+	for _, r := range clusterRunners {
+		wg.StartWithContext(ctx, r)
+	}
 
 	agentErr := ag.Run(ctx)
 	cancel()

@@ -63,6 +63,7 @@ type Agent struct {
 	updates  <-chan config.PodUpdate
 	sources  sets.Set[string]
 	gc       Housekeeper
+	cluster  Cluster // nil when standalone
 
 	pods     *pod.Manager
 	statuses *status.Cache
@@ -93,7 +94,7 @@ func (a *Agent) SetHousekeeper(h Housekeeper) { a.gc = h }
 func (a *Agent) Run(ctx context.Context) error {
 	a.workers = worker.New(ctx, a.syncPod, worker.Options{
 		ResyncPeriod: a.cfg.ResyncPeriod,
-		OnForgotten:  a.statuses.Delete,
+		OnForgotten:  a.forget,
 	})
 	a.killer = worker.NewKiller(ctx, a.killLeftover)
 
@@ -129,12 +130,7 @@ func (a *Agent) handleUpdate(u config.PodUpdate) {
 	klog.V(3).InfoS("Pod update", "op", u.Op, "source", u.Source, "pods", len(u.Pods))
 	for _, p := range u.Pods {
 		if pod.IsMirror(p) {
-			// Mirror pods only mirror: index them, never run them.
-			if u.Op == config.REMOVE {
-				a.pods.RemovePod(p)
-			} else {
-				a.pods.AddOrUpdatePod(p)
-			}
+			a.handleMirror(u.Op, p)
 			continue
 		}
 		switch u.Op {
@@ -211,4 +207,32 @@ func (a *Agent) Pods() []*v1.Pod {
 	}
 	sort.Slice(out, func(i, j int) bool { return pod.FullName(out[i]) < pod.FullName(out[j]) })
 	return out
+}
+
+// handleMirror indexes mirror pods (they are never run) and wakes the static
+// pod's worker when its mirror was deleted or changed, so a mirror deleted by
+// a user comes back within a sync, not at the next resync.
+func (a *Agent) handleMirror(op config.Operation, mirror *v1.Pod) {
+	switch op {
+	case config.REMOVE:
+		a.pods.RemovePod(mirror)
+	case config.ADD, config.UPDATE, config.DELETE, config.RECONCILE:
+		a.pods.AddOrUpdatePod(mirror)
+	default:
+		return
+	}
+	if op == config.RECONCILE {
+		return
+	}
+	if static, ok := a.pods.StaticPodOf(mirror); ok {
+		a.workers.Update(worker.Work{Pod: static, MirrorPod: a.mirrorOf(static), Type: worker.Sync})
+	}
+}
+
+// forget runs when a pod's worker is gone for good.
+func (a *Agent) forget(uid types.UID) {
+	a.statuses.Delete(uid)
+	if a.cluster != nil {
+		a.cluster.ForgetPod(uid)
+	}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/pod"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/status"
@@ -29,10 +32,19 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 			// upstream: their exit codes and logs remain readable meanwhile.
 			return worker.Result{}
 		}
-		a.refreshStatus(ctx, w, nil)
+		st := a.refreshStatus(ctx, w, nil)
+		if a.cluster != nil && p.DeletionTimestamp != nil && st != nil {
+			a.cluster.PodKilled(p, *st)
+		}
 		return worker.Result{}
 	}
 
+	if a.cluster != nil && pod.IsStatic(p) {
+		// A failing mirror never holds up the static pod itself.
+		if err := a.cluster.SyncMirror(ctx, p, w.MirrorPod); err != nil {
+			klog.ErrorS(err, "Sync mirror pod", "pod", klog.KObj(p))
+		}
+	}
 	res := a.rt.SyncPod(ctx, p, rs)
 	if res.Err != nil {
 		klog.ErrorS(res.Err, "Sync pod", "pod", klog.KObj(p), "uid", p.UID)
@@ -43,21 +55,26 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 
 // refreshStatus re-reads the runtime after the sync acted, so the status
 // shows what the sync just did without waiting for the next relist.
-func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[string]runtime.ContainerWaiting) {
+func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[string]runtime.ContainerWaiting) *v1.PodStatus {
 	p := w.Pod
 	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
 	if err != nil {
 		klog.ErrorS(err, "Runtime status after sync", "pod", klog.KObj(p))
-		return
+		return nil
 	}
 	in := status.Input{
 		Pod: p, Runtime: rs, Waiting: waiting, HostIP: a.cfg.HostIP,
-		RuntimeName: a.cfg.RuntimeName, Now: time.Now(),
+		RuntimeName: a.cfg.RuntimeName, Now: time.Now(), Killed: w.Type == worker.Kill,
 	}
 	if prev, ok := a.statuses.Get(p.UID); ok {
 		in.Previous = &prev
 	}
-	a.statuses.Set(p.UID, status.Generate(in))
+	st := status.Generate(in)
+	a.statuses.Set(p.UID, st)
+	if a.cluster != nil {
+		a.cluster.SetPodStatus(p, st)
+	}
+	return &st
 }
 
 // killLeftover is the killer's KillFunc: stop everything of a pod that no

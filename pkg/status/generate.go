@@ -27,6 +27,9 @@ type Input struct {
 	// RuntimeName prefixes container IDs ("containerd://<id>").
 	RuntimeName string
 	Now         time.Time
+	// Killed: the pod was stopped for good (deleted); its phase becomes
+	// terminal as if its restart policy were Never.
+	Killed bool
 }
 
 // Generate returns the pod status for in.
@@ -57,6 +60,9 @@ func Generate(in Input) v1.PodStatus {
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, in)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, in)
 	s.Phase = phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
+	if in.Killed {
+		s.Phase = killedPhase(s.ContainerStatuses)
+	}
 	if in.Previous != nil && (in.Previous.Phase == v1.PodSucceeded || in.Previous.Phase == v1.PodFailed) {
 		// A pod never leaves a terminal phase.
 		s.Phase = in.Previous.Phase
@@ -309,4 +315,15 @@ func notReadyMessage(reason string, s v1.PodStatus) string {
 		}
 	}
 	return fmt.Sprintf("%s with unready status: %v", kind, names)
+}
+
+// killedPhase: a pod stopped for good is Succeeded when every container
+// exited 0, Failed otherwise (killed ones exit non-zero).
+func killedPhase(containers []v1.ContainerStatus) v1.PodPhase {
+	for _, st := range containers {
+		if t := st.State.Terminated; t == nil || t.ExitCode != 0 {
+			return v1.PodFailed
+		}
+	}
+	return v1.PodSucceeded
 }

@@ -154,3 +154,21 @@ func TestQOSClass(t *testing.T) {
 		}
 	}
 }
+
+func TestGenerateKilledIsTerminal(t *testing.T) {
+	pod := specPod(v1.RestartPolicyAlways, "a", "b")
+	tests := []struct {
+		containers []*runtime.ContainerStatus
+		want       v1.PodPhase
+	}{
+		{[]*runtime.ContainerStatus{exited("a", 0, 0), exited("b", 0, 0)}, v1.PodSucceeded},
+		{[]*runtime.ContainerStatus{exited("a", 0, 0), exited("b", 137, 0)}, v1.PodFailed},
+		{[]*runtime.ContainerStatus{exited("a", 0, 0)}, v1.PodFailed},
+	}
+	for i, tc := range tests {
+		s := Generate(Input{Pod: pod, Runtime: &runtime.PodStatus{Containers: tc.containers}, Killed: true, Now: t0})
+		if s.Phase != tc.want {
+			t.Errorf("%d: phase %s, want %s", i, s.Phase, tc.want)
+		}
+	}
+}
