@@ -24,7 +24,12 @@ cleanup() {
   if [[ -d "$RT" ]]; then
     bash hack/runtime-down.sh "$RT" --purge >&2 || log "WARNING: runtime-down failed for $RT"
   fi
-  rm -rf "$WORK" || true
+  # The bench unmounts what an agent left (the upstream kubelet bind-mounts its root dir onto
+  # itself); if it was killed before that, do it here, deepest first.
+  awk -v w="$WORK/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do
+    umount "$m" 2>/dev/null || umount -l "$m" || true
+  done
+  rm -rf "$WORK" || log "WARNING: could not remove $WORK"
   exit "$rc"
 }
 trap cleanup EXIT

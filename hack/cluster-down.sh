@@ -5,14 +5,16 @@
 # Usage: hack/cluster-down.sh STATE_DIR [--purge]
 set -euo pipefail
 [[ $# -ge 1 ]] || { echo "usage: $0 STATE_DIR [--purge]" >&2; exit 2; }
-STATE="$1"
+STATE="$(realpath -m -- "$1")"
 PURGE="${2:-}"
 
-stop() { # stop NAME: TERM, wait up to 15s, then KILL; only if the pid is still a NAME process
+# stop NAME NEEDLE: TERM, wait up to 15s, then KILL; only if the pid in NAME.pid still runs with
+# NEEDLE (a path inside this STATE_DIR) in its argv, so a recycled pid is never signalled.
+stop() {
   local pidfile="$STATE/$1.pid" pid
   [[ -f "$pidfile" ]] || return 0
   pid="$(cat "$pidfile")"
-  if [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q -- "$1"; then
+  if [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$2"; then
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 150); do
       [[ -e "/proc/$pid" ]] || break
@@ -27,8 +29,8 @@ stop() { # stop NAME: TERM, wait up to 15s, then KILL; only if the pid is still 
 }
 
 if [[ -d "$STATE" ]]; then
-  stop kube-apiserver
-  stop etcd
+  stop kube-apiserver "$STATE/tokens.csv"
+  stop etcd "$STATE/etcd-data"
   rm -rf "$STATE/etcd-data"
   if [[ "$PURGE" == --purge ]]; then rm -rf "$STATE"; echo "cluster-down: removed $STATE"; fi
 fi

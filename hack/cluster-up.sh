@@ -17,7 +17,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [[ $# -ge 1 ]] || { echo "usage: $0 STATE_DIR" >&2; exit 2; }
 mkdir -p "$1"
-STATE="$(cd "$1" && pwd)"
+STATE="$(realpath -m -- "$1")"
 PORT="${APISERVER_PORT:-6443}"
 NODE_NAME="${NODE_NAME:-$(hostname)}"
 NODE_NAME="${NODE_NAME,,}"
@@ -28,12 +28,12 @@ SERVER="https://127.0.0.1:$PORT"
 
 log() { echo "cluster-up: $*" >&2; }
 
-alive() { # alive PIDFILE NAME: true if the pid in PIDFILE is a running NAME process
+alive() { # alive PIDFILE NEEDLE: true if the pid in PIDFILE runs with NEEDLE (a path of this STATE) in its argv
   local pid
   [[ -f "$1" ]] || return 1
   pid="$(cat "$1")"
   [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q -- "$2"
+  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$2"
 }
 
 print_summary() {
@@ -50,7 +50,7 @@ SUM
 }
 
 # Already up? Then there is nothing to do.
-if alive "$STATE/etcd.pid" etcd && alive "$STATE/kube-apiserver.pid" kube-apiserver \
+if alive "$STATE/etcd.pid" "$STATE/etcd-data" && alive "$STATE/kube-apiserver.pid" "$STATE/tokens.csv" \
   && [[ -f "$STATE/cluster.env" ]]; then
   # shellcheck disable=SC1091
   SERVER="$(. "$STATE/cluster.env"; echo "$SERVER")"
@@ -168,7 +168,7 @@ setsid "$ETCD" \
 echo $! > "$STATE/etcd.pid"
 for i in $(seq 1 100); do
   curl -sf --max-time 1 "$ETCD_URL/health" >/dev/null && break
-  alive "$STATE/etcd.pid" etcd || { log "etcd exited:"; tail -20 "$LOGS/etcd.log" >&2; exit 1; }
+  alive "$STATE/etcd.pid" "$STATE/etcd-data" || { log "etcd exited:"; tail -20 "$LOGS/etcd.log" >&2; exit 1; }
   ((i < 100)) || { log "etcd not healthy after 10s"; tail -20 "$LOGS/etcd.log" >&2; exit 1; }
   sleep 0.1
 done
@@ -199,7 +199,7 @@ echo $! > "$STATE/kube-apiserver.pid"
 ADMIN_AUTH=(-H "Authorization: Bearer $ADMIN_TOKEN")
 for i in $(seq 1 600); do
   curl -sf --max-time 2 --cacert "$PKI/ca.crt" "${ADMIN_AUTH[@]}" "$SERVER/readyz" >/dev/null && break
-  alive "$STATE/kube-apiserver.pid" kube-apiserver || { log "kube-apiserver exited:"; tail -30 "$LOGS/kube-apiserver.log" >&2; exit 1; }
+  alive "$STATE/kube-apiserver.pid" "$STATE/tokens.csv" || { log "kube-apiserver exited:"; tail -30 "$LOGS/kube-apiserver.log" >&2; exit 1; }
   ((i < 600)) || { log "kube-apiserver not ready after 60s"; tail -30 "$LOGS/kube-apiserver.log" >&2; exit 1; }
   sleep 0.1
 done

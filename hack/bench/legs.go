@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -103,7 +107,63 @@ func (l *agentLeg) burst(ctx context.Context, ids []string) (time.Duration, erro
 }
 
 func (l *agentLeg) pid() int { return l.a.pid() }
-func (l *agentLeg) stop()    { l.a.stop(15 * time.Second) }
+
+// stop stops the agent and releases the mounts it left under its state dir (the upstream kubelet
+// bind-mounts its root dir onto itself to make it rshared).
+func (l *agentLeg) stop() {
+	l.a.stop(15 * time.Second)
+	if err := unmountUnder(filepath.Dir(l.a.rootDir)); err != nil {
+		logf("%s: %v", l.a.name, err)
+	}
+}
+
+// unmountUnder unmounts every mount point at or below dir, deepest first.
+func unmountUnder(dir string) error {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			points = append(points, mp)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	for _, mp := range points {
+		if err := syscall.Unmount(mp, 0); err != nil {
+			if err2 := syscall.Unmount(mp, syscall.MNT_DETACH); err2 != nil && err2 != syscall.EINVAL {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err2))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space, ...).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
 
 // upstreamArgv runs the upstream kubelet standalone (no kubeconfig) with the configuration that
 // works on this cgroup v1 hybrid host (see shared NOTES).
@@ -144,7 +204,9 @@ authorization:
 		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 			return nil, err
 		}
-		return []string{bin, "--config", path, "--root-dir", a.rootDir, "--hostname-override", nodeName, "--v", "1"}, nil
+		// --cert-dir defaults to /var/lib/kubelet/pki whatever --root-dir says.
+		return []string{bin, "--config", path, "--root-dir", a.rootDir, "--cert-dir", filepath.Join(a.rootDir, "pki"),
+			"--hostname-override", nodeName, "--v", "1"}, nil
 	}
 }
 

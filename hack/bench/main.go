@@ -18,8 +18,9 @@ import (
 )
 
 const (
-	busyboxImage = "docker.io/library/busybox:1.35"
-	pauseImage   = "registry.k8s.io/pause:3.10"
+	upstreamHostDir = "/var/lib/kubelet"
+	busyboxImage    = "docker.io/library/busybox:1.35"
+	pauseImage      = "registry.k8s.io/pause:3.10"
 )
 
 type config struct {
@@ -199,7 +200,14 @@ func runLeg(ctx context.Context, cfg config, cri *criClient, subject string) *re
 		r.err = fmt.Errorf("unknown subject %q (raw, upstream, nodelet)", subject)
 		return r
 	}
-	defer l.stop()
+	if subject == "upstream" {
+		// The kubelet creates /var/lib/kubelet/device-plugins whatever its --root-dir; remove it
+		// afterwards unless it was there before.
+		if _, err := os.Stat(upstreamHostDir); os.IsNotExist(err) {
+			defer os.RemoveAll(upstreamHostDir)
+		}
+	}
+	defer l.stop() // runs before the removal above
 
 	logf("%s: starting", subject)
 	d, err := l.start(ctx)

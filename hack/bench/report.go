@@ -84,7 +84,7 @@ func metrics(cfg config) []metric {
 			value: func(r *result) float64 { return float64(r.rssKiB) / 1024 }, format: fmtMiB},
 		{name: "peak RSS (VmHWM)", noRaw: true,
 			value: func(r *result) float64 { return float64(r.hwmKiB) / 1024 }, format: fmtMiB},
-		{name: fmt.Sprintf("CPU over %s idle (%d pods)", cfg.idle, n), noRaw: true,
+		{name: fmt.Sprintf("CPU over %.0f s idle (%d pods)", cfg.idle.Seconds(), n), noRaw: true,
 			value: func(r *result) float64 { return r.idleCPU }, format: fmtCPU},
 		{name: "containerd CPU, same window",
 			value: func(r *result) float64 { return r.runtimeIdleCPU }, format: fmtCPU},

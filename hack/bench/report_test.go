@@ -61,3 +61,16 @@ func TestRenderRatiosAndMissing(t *testing.T) {
 		t.Errorf("not-available leg not shown:\n%s", out)
 	}
 }
+
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{
+		`/tmp/a`:          "/tmp/a",
+		`/tmp/a\040b`:     "/tmp/a b",
+		`/tmp/x\134y\011`: "/tmp/x\\y\t",
+		`/tmp/bad\04`:     `/tmp/bad\04`,
+	} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
