@@ -23,10 +23,13 @@ import (
 
 // Defaults for Options.
 const (
-	// DefaultTimeout bounds a runtime call. Runtime calls are local and
-	// normally take milliseconds; a runtime stuck longer is treated as
-	// failing rather than stalling a pod worker.
-	DefaultTimeout = 10 * time.Second
+	// DefaultTimeout bounds a runtime call: upstream's
+	// --runtime-request-timeout default. Calls normally take milliseconds,
+	// but under a burst of pod starts containerd queues them for seconds;
+	// giving up early leaves a half-done operation behind (a container
+	// created but not started) and costs more than waiting. A pod's calls
+	// run on its own worker, so a slow call never blocks another pod.
+	DefaultTimeout = 2 * time.Minute
 	// DefaultPullTimeout bounds an image pull.
 	DefaultPullTimeout = 2 * time.Minute
 	// maxMsgSize allows large list responses on busy nodes (a few thousand
