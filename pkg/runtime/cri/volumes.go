@@ -11,9 +11,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Volumes: emptyDir (on disk) and hostPath are supported; everything else
-// fails with ErrUnsupported until volume plugins exist. Creating the
-// directories is the caller's job (it is I/O); this file only decides paths.
+// Volumes: emptyDir (on disk) and hostPath are built in; projected volumes
+// have a path here but their content comes from a volume provider (package
+// volumes, cluster mode only); everything else fails with ErrUnsupported
+// until volume plugins exist. Creating the directories is the caller's job
+// (it is I/O); this file only decides paths.
 
 // EmptyDirPath returns the directory backing a pod's emptyDir volume, in
 // the upstream layout.
@@ -21,20 +23,41 @@ func EmptyDirPath(rootDir string, uid types.UID, volume string) string {
 	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~empty-dir", volume)
 }
 
-// CheckVolumes fails for the first volume nodelet cannot provide, naming
-// its type: `volume "x": volume type projected not supported yet`.
+// ProjectedPath returns the directory backing a pod's projected volume, in
+// the upstream layout.
+func ProjectedPath(rootDir string, uid types.UID, volume string) string {
+	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~projected", volume)
+}
+
+// CheckVolumes fails for the first volume nodelet cannot provide by itself
+// (CheckVolume), naming its type: `volume "x": volume type projected not
+// supported yet`.
 func CheckVolumes(pod *v1.Pod) error {
 	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		switch {
-		case v.HostPath != nil:
-		case v.EmptyDir != nil:
-			if v.EmptyDir.Medium != v1.StorageMediumDefault {
-				return fmt.Errorf("volume %q: emptyDir medium %q %w", v.Name, v.EmptyDir.Medium, ErrUnsupported)
-			}
-		default:
-			return fmt.Errorf("volume %q: volume type %s %w", v.Name, VolumeType(v), ErrUnsupported)
+		if err := CheckVolume(&pod.Spec.Volumes[i]); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// IsBuiltinVolume reports whether v is of a type nodelet makes by itself
+// (emptyDir, hostPath), as opposed to one a volume provider makes or none.
+func IsBuiltinVolume(v *v1.Volume) bool {
+	return v.HostPath != nil || v.EmptyDir != nil
+}
+
+// CheckVolume fails for a volume nodelet cannot make by itself, wrapping
+// ErrUnsupported.
+func CheckVolume(v *v1.Volume) error {
+	switch {
+	case v.HostPath != nil:
+	case v.EmptyDir != nil:
+		if v.EmptyDir.Medium != v1.StorageMediumDefault {
+			return fmt.Errorf("volume %q: emptyDir medium %q %w", v.Name, v.EmptyDir.Medium, ErrUnsupported)
+		}
+	default:
+		return fmt.Errorf("volume %q: volume type %s %w", v.Name, VolumeType(v), ErrUnsupported)
 	}
 	return nil
 }
@@ -72,6 +95,13 @@ func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, erro
 			return "", fmt.Errorf("volume %q: emptyDir needs a root directory, none configured", v.Name)
 		}
 		return EmptyDirPath(opts.RootDir, pod.UID, v.Name), nil
+	case v.Projected != nil:
+		// Whether the content can be made was checked before (see
+		// podsync.VolumeProvider); the path is fixed either way.
+		if opts.RootDir == "" {
+			return "", fmt.Errorf("volume %q: projected volume needs a root directory, none configured", v.Name)
+		}
+		return ProjectedPath(opts.RootDir, pod.UID, v.Name), nil
 	}
 	return "", fmt.Errorf("volume %q: volume type %s %w", v.Name, VolumeType(v), ErrUnsupported)
 }
@@ -107,7 +137,10 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions) ([]*runti
 		m := &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly,
+			// Projected content belongs to nodelet, which rewrites it
+			// (token refresh): a container never writes it, whatever
+			// the mount says, as upstream.
+			Readonly: vm.ReadOnly || v.Projected != nil,
 		}
 		if vm.MountPropagation != nil {
 			switch *vm.MountPropagation {

@@ -141,6 +141,7 @@ func (s *Syncer) RemovePod(ctx context.Context, status *runtime.PodStatus) error
 		errs = append(errs, fmt.Errorf("%d containers or sandboxes: %w", running, ErrStillRunning))
 	}
 	if len(errs) == 0 {
+		s.forgetVolumes(status.UID)
 		errs = append(errs, s.removePodDirs(status))
 		for _, cs := range status.Containers {
 			s.crash.forget(status.UID, cs.Name)

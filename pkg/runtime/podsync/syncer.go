@@ -97,6 +97,10 @@ type Options struct {
 	// Clock defaults to the real clock.
 	Clock   clock.Clock
 	Metrics Metrics
+	// Volumes makes the volumes with content from the API server
+	// (projected service-account tokens, ...). nil (standalone): such
+	// volumes fail the pod as unsupported.
+	Volumes VolumeProvider
 }
 
 // Syncer executes pod plans against a container runtime.
@@ -181,7 +185,7 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 // order. Images are resolved (and pulled) while the sandbox is created.
 func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[string]bool) {
 	s, pod := p.s, p.pod
-	if err := cri.CheckVolumes(pod); err != nil {
+	if err := s.checkVolumes(pod); err != nil {
 		for _, st := range a.ContainersToStart {
 			p.wait(st.Name, ReasonCreateContainerConfigError, err.Error())
 		}
@@ -210,7 +214,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 
 	images := s.resolveImages(ctx, pod, a.ContainersToStart, sbConfig)
 
-	if err := prepareVolumes(pod, s.opts.Config); err != nil {
+	if err := s.prepareVolumes(ctx, pod); err != nil {
 		for _, st := range a.ContainersToStart {
 			p.wait(st.Name, ReasonContainerCreating, err.Error())
 		}

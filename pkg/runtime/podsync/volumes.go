@@ -1,23 +1,88 @@
 package podsync
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
-// prepareVolumes makes the node side of a pod's volumes exist: emptyDir
-// directories, and hostPath paths per their type (created for ...OrCreate,
-// checked otherwise). Unsupported volume types were rejected before.
-func prepareVolumes(pod *v1.Pod, opts cri.ConfigOptions) error {
+// VolumeProvider makes the volumes whose content comes from the API server
+// (projected service-account token, config map, secret and downward API
+// volumes) and keeps them current while the pod runs. The Syncer makes
+// emptyDir and hostPath volumes itself; every other volume is the
+// provider's, at its cri.VolumeHostPath. Cluster mode only: without one
+// (standalone) such volumes fail the pod as unsupported.
+type VolumeProvider interface {
+	// Check fails, wrapping cri.ErrUnsupported, for a volume of pod it
+	// cannot make, including volumes of types it does not know. It does
+	// no I/O: a failure is a property of the spec.
+	Check(pod *v1.Pod, v *v1.Volume) error
+	// Prepare writes the content of the pod's provided volumes before its
+	// containers are created. It is called before every container start,
+	// so it must be cheap when nothing changed.
+	Prepare(ctx context.Context, pod *v1.Pod) error
+	// Cleanup forgets a pod that is gone from the node: its volumes are
+	// no longer refreshed.
+	Cleanup(uid types.UID)
+}
+
+// errNoProvider explains why a provided volume type fails in standalone
+// mode.
+var errNoProvider = errors.New("volumes with content from the API server need --kubeconfig")
+
+// checkVolumes fails for the first volume neither the Syncer nor the
+// provider can make.
+func (s *Syncer) checkVolumes(pod *v1.Pod) error {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		path, err := cri.VolumeHostPath(pod, v, opts)
+		if cri.IsBuiltinVolume(v) {
+			if err := cri.CheckVolume(v); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.opts.Volumes == nil {
+			err := cri.CheckVolume(v)
+			if v.Projected != nil {
+				err = fmt.Errorf("%w (%w)", err, errNoProvider)
+			}
+			return err
+		}
+		if err := s.opts.Volumes.Check(pod, v); err != nil {
+			return fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+	}
+	return nil
+}
+
+// forgetVolumes tells the provider a pod is gone.
+func (s *Syncer) forgetVolumes(uid types.UID) {
+	if s.opts.Volumes != nil && uid != "" {
+		s.opts.Volumes.Cleanup(uid)
+	}
+}
+
+// prepareVolumes makes the node side of a pod's volumes exist: emptyDir
+// directories, hostPath paths per their type (created for ...OrCreate,
+// checked otherwise), and the provider's volumes. Unsupported volume types
+// were rejected before (checkVolumes).
+func (s *Syncer) prepareVolumes(ctx context.Context, pod *v1.Pod) error {
+	provided := false
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if !cri.IsBuiltinVolume(v) {
+			provided = true
+			continue
+		}
+		path, err := cri.VolumeHostPath(pod, v, s.opts.Config)
 		if err != nil {
 			return err
 		}
@@ -34,6 +99,9 @@ func prepareVolumes(pod *v1.Pod, opts cri.ConfigOptions) error {
 		if err := checkHostPath(path, cri.HostPathType(v)); err != nil {
 			return fmt.Errorf("volume %q: %w", v.Name, err)
 		}
+	}
+	if provided && s.opts.Volumes != nil {
+		return s.opts.Volumes.Prepare(ctx, pod)
 	}
 	return nil
 }

@@ -1,0 +1,91 @@
+package volumes
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+)
+
+// downwardFields are the fieldRef paths a downward API volume may name (the
+// API validates the same set): metadata only; spec and status fields are
+// for environment variables.
+var downwardFields = []string{
+	"metadata.name", "metadata.namespace", "metadata.uid",
+	"metadata.labels", "metadata.annotations",
+}
+
+// checkDownwardItem fails for an item this package cannot fill.
+func checkDownwardItem(item *v1.DownwardAPIVolumeFile) error {
+	switch {
+	case item.FieldRef != nil:
+		if _, _, ok := splitFieldPath(item.FieldRef.FieldPath); !ok {
+			return fmt.Errorf("downwardAPI %q: fieldRef %q %w", item.Path, item.FieldRef.FieldPath, cri.ErrUnsupported)
+		}
+	case item.ResourceFieldRef != nil:
+		// Needs the node's allocatable resources for unset limits.
+		return fmt.Errorf("downwardAPI %q: resourceFieldRef %w", item.Path, cri.ErrUnsupported)
+	default:
+		return fmt.Errorf("downwardAPI %q: neither fieldRef nor resourceFieldRef", item.Path)
+	}
+	return nil
+}
+
+// splitFieldPath splits "metadata.labels['app']" into the field and the
+// key; ok is false for paths a downward API volume cannot name.
+func splitFieldPath(path string) (field, key string, ok bool) {
+	field = path
+	if i := strings.Index(path, "['"); i >= 0 && strings.HasSuffix(path, "']") {
+		field, key = path[:i], path[i+2:len(path)-2]
+		if key == "" || (field != "metadata.labels" && field != "metadata.annotations") {
+			return "", "", false
+		}
+	}
+	for _, f := range downwardFields {
+		if f == field {
+			return field, key, true
+		}
+	}
+	return "", "", false
+}
+
+// fieldValue returns the content of a downward API file for the pod.
+func fieldValue(pod *v1.Pod, path string) (string, error) {
+	field, key, ok := splitFieldPath(path)
+	if !ok {
+		return "", fmt.Errorf("fieldRef %q %w", path, cri.ErrUnsupported)
+	}
+	var m map[string]string
+	switch field {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "metadata.labels":
+		m = pod.Labels
+	case "metadata.annotations":
+		m = pod.Annotations
+	}
+	if key != "" {
+		return m[key], nil
+	}
+	return formatMap(m), nil
+}
+
+// formatMap renders labels or annotations the way the API documents the
+// downward API files: one key="quoted value" per line, sorted by key, so
+// the content is stable and a value may hold any character.
+func formatMap(m map[string]string) string {
+	var b strings.Builder
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%s=%q", k, m[k])
+	}
+	return b.String()
+}

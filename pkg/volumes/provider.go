@@ -1,0 +1,275 @@
+package volumes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+)
+
+// PodLookup finds the current version of a pod on the node; *pod.Manager
+// implements it.
+type PodLookup interface {
+	PodByUID(uid types.UID) (*v1.Pod, bool)
+}
+
+// Options configure a Provider.
+type Options struct {
+	// Client reads config maps and secrets and requests tokens, with the
+	// node's credentials. Required.
+	Client kubernetes.Interface
+	// RootDir is nodelet's root directory; volumes live under
+	// RootDir/pods/<uid>/volumes. Required.
+	RootDir string
+	// Pods, when set, gives the refresher the current version of each pod
+	// (labels and annotations for the downward API), and a pod it no
+	// longer knows is forgotten. Without it pods are kept until Cleanup.
+	Pods PodLookup
+	// ResyncPeriod is how often the volumes of running pods are
+	// re-rendered: tokens renewed when due, config maps and secrets
+	// re-read. Default one minute, well inside the 10 minutes a token
+	// lives at least.
+	ResyncPeriod time.Duration
+	// Clock defaults to the real clock.
+	Clock clock.WithTicker
+}
+
+// DefaultResyncPeriod is the default Options.ResyncPeriod.
+const DefaultResyncPeriod = time.Minute
+
+// refreshTimeout bounds one pod's refresh, so one slow pod does not hold
+// back the others for long.
+const refreshTimeout = 30 * time.Second
+
+// Provider makes projected volumes and keeps them current. It implements
+// podsync.VolumeProvider. Safe for concurrent use.
+type Provider struct {
+	client  kubernetes.Interface
+	rootDir string
+	pods    PodLookup
+	resync  time.Duration
+	clock   clock.WithTicker
+	tokens  *TokenManager
+
+	mu      sync.Mutex
+	tracked map[types.UID]*podVolumes
+}
+
+// podVolumes is a pod whose volumes the refresher keeps current. Its mutex
+// serialises writes of the pod's volumes (Prepare from the pod worker, the
+// refresher, Cleanup).
+type podVolumes struct {
+	mu   sync.Mutex
+	pod  *v1.Pod
+	gone bool
+	// lastErr is the last refresh failure, logged once rather than at
+	// every period.
+	lastErr string
+}
+
+// NewProvider returns a Provider. Start its refresher with Run.
+func NewProvider(opts Options) (*Provider, error) {
+	if opts.Client == nil {
+		return nil, errors.New("volumes: no API client")
+	}
+	if opts.RootDir == "" {
+		return nil, errors.New("volumes: no root directory")
+	}
+	if opts.ResyncPeriod <= 0 {
+		opts.ResyncPeriod = DefaultResyncPeriod
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Provider{
+		client:  opts.Client,
+		rootDir: opts.RootDir,
+		pods:    opts.Pods,
+		resync:  opts.ResyncPeriod,
+		clock:   opts.Clock,
+		tokens:  NewTokenManager(opts.Client, opts.Clock),
+		tracked: map[types.UID]*podVolumes{},
+	}, nil
+}
+
+// Check fails, wrapping cri.ErrUnsupported, for a volume the Provider
+// cannot make: a type other than projected, or a projection source it does
+// not know. It does no I/O.
+func (p *Provider) Check(pod *v1.Pod, v *v1.Volume) error {
+	return checkProjected(pod, v)
+}
+
+// Prepare writes the pod's projected volumes (only what changed) and has
+// the refresher keep them current from now on.
+func (p *Provider) Prepare(ctx context.Context, pod *v1.Pod) error {
+	if !hasProjected(pod) {
+		return nil
+	}
+	t := p.track(pod.UID)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pod = pod
+	return p.write(ctx, pod)
+}
+
+// Cleanup forgets a pod: its volumes are no longer refreshed, and no
+// refresh of them is running once Cleanup returns, so the caller may
+// delete the directories. Its tokens are dropped.
+func (p *Provider) Cleanup(uid types.UID) {
+	p.mu.Lock()
+	t := p.tracked[uid]
+	delete(p.tracked, uid)
+	p.mu.Unlock()
+	if t != nil {
+		t.mu.Lock()
+		t.gone = true
+		t.mu.Unlock()
+	}
+	p.tokens.Forget(uid)
+}
+
+// Run refreshes the volumes of the tracked pods every resync period until
+// ctx is done.
+func (p *Provider) Run(ctx context.Context) {
+	klog.V(2).InfoS("Starting projected volume refresher", "period", p.resync)
+	tick := p.clock.NewTicker(p.resync)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C():
+			p.RefreshAll(ctx)
+		}
+	}
+}
+
+// RefreshAll re-renders the volumes of every tracked pod once. Failures
+// are logged; the previous content stays, so a pod keeps a token that is
+// still valid through an API server outage.
+func (p *Provider) RefreshAll(ctx context.Context) {
+	p.mu.Lock()
+	pods := make(map[types.UID]*podVolumes, len(p.tracked))
+	for uid, t := range p.tracked {
+		pods[uid] = t
+	}
+	p.mu.Unlock()
+	for uid, t := range pods {
+		if ctx.Err() != nil {
+			return
+		}
+		var current *v1.Pod
+		if p.pods != nil {
+			pod, ok := p.pods.PodByUID(uid)
+			if !ok {
+				klog.V(3).InfoS("Pod left the node, no longer refreshing its volumes", "podUID", uid)
+				p.Cleanup(uid)
+				continue
+			}
+			current = pod
+		}
+		p.refresh(ctx, t, current)
+	}
+}
+
+func (p *Provider) refresh(ctx context.Context, t *podVolumes, current *v1.Pod) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.gone {
+		return
+	}
+	if current != nil {
+		t.pod = current
+	}
+	pod := t.pod
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		// Nothing runs that could read them.
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	defer cancel()
+	err := p.write(ctx, pod)
+	switch {
+	case err != nil && err.Error() != t.lastErr:
+		klog.ErrorS(err, "Could not refresh projected volumes, keeping their current content", "pod", klog.KObj(pod))
+	case err == nil && t.lastErr != "":
+		klog.InfoS("Projected volumes refreshed again", "pod", klog.KObj(pod))
+	}
+	t.lastErr = ""
+	if err != nil {
+		t.lastErr = err.Error()
+	}
+}
+
+// track returns the tracking entry of a pod, creating it.
+func (p *Provider) track(uid types.UID) *podVolumes {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.tracked[uid]
+	if t == nil {
+		t = &podVolumes{}
+		p.tracked[uid] = t
+	}
+	return t
+}
+
+// write renders and writes every projected volume of pod; the caller holds
+// the pod's lock. The first failure stops it: the pod cannot start anyway.
+func (p *Provider) write(ctx context.Context, pod *v1.Pod) error {
+	var fsGroup *int64
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		fsGroup = sc.FSGroup
+	}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if v.Projected == nil {
+			continue
+		}
+		files, err := projectedFiles(ctx, p, pod, v.Projected)
+		changed := false
+		if err == nil {
+			changed, err = AtomicWrite(cri.ProjectedPath(p.rootDir, pod.UID, v.Name), files, fsGroup)
+		}
+		if err != nil {
+			// Upstream's wording, which people search for.
+			return fmt.Errorf("MountVolume.SetUp failed for volume %q: %w", v.Name, err)
+		}
+		if changed {
+			klog.V(3).InfoS("Wrote projected volume", "pod", klog.KObj(pod), "volume", v.Name, "files", len(files))
+		}
+	}
+	return nil
+}
+
+func hasProjected(pod *v1.Pod) bool {
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Projected != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// The projector the Provider renders with: the API server, as the node.
+
+func (p *Provider) configMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	return p.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (p *Provider) secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	return p.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (p *Provider) token(ctx context.Context, pod *v1.Pod, t *v1.ServiceAccountTokenProjection) (string, error) {
+	return p.tokens.Token(ctx, pod, t)
+}
