@@ -72,6 +72,10 @@ type podVolumes struct {
 	mu   sync.Mutex
 	pod  *v1.Pod
 	gone bool
+	// ready: the volumes are written and the last refresh worked. Until
+	// then Prepare (re)writes them itself, so a container does not start
+	// on content that failed to refresh.
+	ready bool
 	// lastErr is the last refresh failure, logged once rather than at
 	// every period.
 	lastErr string
@@ -109,8 +113,9 @@ func (p *Provider) Check(pod *v1.Pod, v *v1.Volume) error {
 	return checkProjected(pod, v)
 }
 
-// Prepare writes the pod's projected volumes (only what changed) and has
-// the refresher keep them current from now on.
+// Prepare writes the pod's projected volumes and has the refresher keep
+// them current from now on. For a pod whose volumes are written and whose
+// last refresh worked it does no I/O, so it may be called at every sync.
 func (p *Provider) Prepare(ctx context.Context, pod *v1.Pod) error {
 	if !hasProjected(pod) {
 		return nil
@@ -119,7 +124,12 @@ func (p *Provider) Prepare(ctx context.Context, pod *v1.Pod) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pod = pod
-	return p.write(ctx, pod)
+	if t.ready {
+		return nil
+	}
+	err := p.write(ctx, pod)
+	t.ready = err == nil
+	return err
 }
 
 // Cleanup forgets a pod: its volumes are no longer refreshed, and no
@@ -199,6 +209,7 @@ func (p *Provider) refresh(ctx context.Context, t *podVolumes, current *v1.Pod) 
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
 	err := p.write(ctx, pod)
+	t.ready = err == nil
 	switch {
 	case err != nil && err.Error() != t.lastErr:
 		klog.ErrorS(err, "Could not refresh projected volumes, keeping their current content", "pod", klog.KObj(pod))

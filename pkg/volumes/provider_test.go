@@ -112,9 +112,10 @@ func TestProviderPrepareAndRefresh(t *testing.T) {
 		t.Errorf("token mode = %v, %v; want 0644 (defaultMode)", fi.Mode(), err)
 	}
 
-	// A second Prepare (next container start) asks nothing new.
-	if err := h.p.Prepare(ctx, pod); err != nil || h.tokens.count() != 1 {
-		t.Errorf("second Prepare: %v, %d token requests", err, h.tokens.count())
+	// Further Prepares (container restarts, syncs) make no API calls.
+	before := len(h.client.Actions())
+	if err := h.p.Prepare(ctx, pod); err != nil || len(h.client.Actions()) != before {
+		t.Errorf("second Prepare: %v, API calls %v", err, h.client.Actions()[before:])
 	}
 
 	// The refresher renews the token at 80 % and picks up a new CA.
@@ -140,13 +141,17 @@ func TestProviderPrepareAndRefresh(t *testing.T) {
 	if got := h.read(pod, vol, "ca.crt"); got != "CA2" {
 		t.Errorf("ca.crt after failed refresh = %q, want the old content", got)
 	}
+	// ... but a container does not start on it: Prepare tries again.
+	if err := h.p.Prepare(ctx, pod); err == nil {
+		t.Error("Prepare after a failed refresh: no error")
+	}
 
 	// A pod that left the node is forgotten: no more token requests.
 	gone := pod.DeepCopy()
 	gone.DeletionTimestamp = &metav1.Time{Time: h.clock.Now()}
 	h.pods.set(gone)
 	h.clock.Step(time.Hour)
-	before := h.tokens.count()
+	before = h.tokens.count()
 	h.p.RefreshAll(ctx)
 	h.p.RefreshAll(ctx)
 	if h.tokens.count() != before {

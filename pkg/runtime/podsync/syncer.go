@@ -175,8 +175,11 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 	killFailed := p.killContainers(ctx, a.ContainersToKill)
 	p.backoffs(a.ContainersInBackoff)
 
-	if len(a.ContainersToStart) > 0 {
+	switch {
+	case len(a.ContainersToStart) > 0:
 		p.start(ctx, a, killFailed)
+	case !a.KillPod:
+		p.keepVolumes(ctx)
 	}
 	s.prune(ctx, a.ContainersToRemove, a.SandboxesToRemove)
 }

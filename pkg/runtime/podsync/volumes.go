@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
@@ -26,8 +27,10 @@ type VolumeProvider interface {
 	// no I/O: a failure is a property of the spec.
 	Check(pod *v1.Pod, v *v1.Volume) error
 	// Prepare writes the content of the pod's provided volumes before its
-	// containers are created. It is called before every container start,
-	// so it must be cheap when nothing changed.
+	// containers are created, and from then on keeps it current. It is
+	// called before every container start and at every sync of a running
+	// pod (so pods adopted after a restart of nodelet are kept current
+	// too): it must be cheap for a pod it already prepared.
 	Prepare(ctx context.Context, pod *v1.Pod) error
 	// Cleanup forgets a pod that is gone from the node: its volumes are
 	// no longer refreshed.
@@ -61,6 +64,41 @@ func (s *Syncer) checkVolumes(pod *v1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// keepVolumes hands a pod that runs and has nothing to start to the
+// provider, which then keeps its volumes current. After a restart of
+// nodelet that is how the provider learns of the pods it adopted; for a
+// pod it knows, Prepare does nothing.
+func (p *podSync) keepVolumes(ctx context.Context) {
+	s := p.s
+	if s.opts.Volumes == nil || !hasProvidedVolumes(p.pod) || !p.anyRunning() {
+		return
+	}
+	if err := s.opts.Volumes.Prepare(ctx, p.pod); err != nil {
+		p.fail(err)
+	}
+}
+
+func (p *podSync) anyRunning() bool {
+	if p.status == nil {
+		return false
+	}
+	for _, c := range p.status.Containers {
+		if c.State == runtime.ContainerStateRunning {
+			return true
+		}
+	}
+	return false
+}
+
+func hasProvidedVolumes(pod *v1.Pod) bool {
+	for i := range pod.Spec.Volumes {
+		if !cri.IsBuiltinVolume(&pod.Spec.Volumes[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetVolumes tells the provider a pod is gone.

@@ -127,3 +127,33 @@ func TestSyncPodProvidedVolumeFailures(t *testing.T) {
 		}
 	})
 }
+
+func TestSyncPodKeepsVolumesOfAdoptedPod(t *testing.T) {
+	h := newHarness(t)
+	h.s.opts.Volumes = &fakeVolumes{}
+	pod := projectedPod()
+	if res := h.sync(pod); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	// nodelet restarts: a new Syncer (and provider) finds the pod running
+	// with nothing to start, and still hands it to the provider.
+	vols := &fakeVolumes{}
+	opts := h.s.opts
+	opts.Volumes = vols
+	h.s = New(h.rt, h.events, opts)
+	h.calls()
+	if res := h.sync(pod); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if _, rest := h.calls(); len(rest) != 0 {
+		t.Errorf("runtime calls for a running pod: %q", rest)
+	}
+	if len(vols.prepared) != 1 {
+		t.Errorf("Prepare calls after restart = %v, want one", vols.prepared)
+	}
+	// A failure to keep them is the sync's error.
+	vols.prepareErr = errors.New("API server down")
+	if res := h.sync(pod); res.Err == nil {
+		t.Error("Prepare failure of a running pod not reported")
+	}
+}
