@@ -310,7 +310,7 @@ func requireAPIPods(t *testing.T, n *framework.Nodelet) {
 			t.Skipf("nodelet cannot run API pods yet:\n%s", lastLines(out.String(), 3))
 		}
 		t.Fatalf("nodelet exited at start:\n%s", lastLines(out.String(), 20))
-	case <-time.After(15 * time.Second):
+	case <-time.After(5 * time.Second):
 		_ = cmd.Process.Signal(os.Interrupt)
 		<-done
 	}
@@ -381,4 +381,5 @@ spec:
 	if strings.Contains(log, "FAIL") {
 		t.Errorf("container failed:\n%s", log)
 	}
+	t.Logf("container output:\n%s", log)
 }
