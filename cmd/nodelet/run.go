@@ -75,6 +75,7 @@ func run(ctx context.Context, opts *options.Options) error {
 			NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
 		},
 		ResolvConf: opts.ResolvConf,
+		Volumes:    cl.volumeProvider(ctx),
 	})
 
 	merger := config.NewMerger(config.Incremental)
@@ -105,7 +106,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	relister := pleg.New(client, opts.RelistPeriod)
 	ag := agent.New(agent.Config{
 		NodeName: nodeName, HostIP: hostIP, RuntimeName: runtimeName(ctx, client),
-		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute,
+		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,
 	}, podRuntime{client, syncer}, relister, merger.Updates(), merger.Sources(), pods, statuses)
 
 	containerGC, err := gc.New(gc.Config{

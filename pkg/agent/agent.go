@@ -28,6 +28,9 @@ type PodRuntime interface {
 	PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
 	SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus) runtime.SyncResult
 	KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, gracePeriod *int64) error
+	// RemovePod removes what is left of a pod that stopped: dead containers
+	// and sandboxes, its directory under the root dir, its volumes.
+	RemovePod(ctx context.Context, status *runtime.PodStatus) error
 }
 
 // Relister reports runtime changes and keeps the latest runtime listing.
@@ -51,8 +54,12 @@ type Config struct {
 	RuntimeName        string
 	ResyncPeriod       time.Duration
 	HousekeepingPeriod time.Duration
-	// ContainerGCPeriod is how often Housekeeper runs (0: never).
+	// ContainerGCPeriod is how often Housekeeper and the pod directory
+	// cleanup run (0: never).
 	ContainerGCPeriod time.Duration
+	// RootDir holds a directory per pod (<RootDir>/pods/<uid>) that is
+	// removed once nothing of the pod is wanted or runs.
+	RootDir string
 }
 
 // Agent owns the sync loop.

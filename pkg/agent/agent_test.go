@@ -55,6 +55,8 @@ func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, s *runtime.PodStatus
 	return nil
 }
 
+func (f *fakeRuntime) RemovePod(context.Context, *runtime.PodStatus) error { return nil }
+
 func (f *fakeRuntime) count(m map[types.UID]int, uid types.UID) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -30,6 +32,7 @@ func (a *Agent) housekeepingLoop(ctx context.Context) {
 			if err := a.gc.GarbageCollect(ctx, a.wanted); err != nil {
 				klog.ErrorS(err, "Container garbage collection")
 			}
+			a.removeOrphanedPodDirs(ctx)
 		}
 	}
 }
@@ -83,4 +86,30 @@ func isRunning(p *runtime.Pod) bool {
 		}
 	}
 	return false
+}
+
+// removeOrphanedPodDirs removes <root>/pods/<uid> of pods that are neither
+// wanted nor in the runtime any more (volumes, tokens, emptyDirs), which
+// container GC does not see.
+func (a *Agent) removeOrphanedPodDirs(ctx context.Context) {
+	if a.cfg.RootDir == "" {
+		return
+	}
+	entries, err := os.ReadDir(filepath.Join(a.cfg.RootDir, "pods"))
+	if err != nil {
+		return
+	}
+	inRuntime := map[types.UID]bool{}
+	for _, p := range a.relister.Snapshot() {
+		inRuntime[p.UID] = true
+	}
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if !e.IsDir() || a.wanted(uid) || inRuntime[uid] {
+			continue
+		}
+		if err := a.rt.RemovePod(ctx, &runtime.PodStatus{UID: uid}); err != nil {
+			klog.ErrorS(err, "Remove directory of a removed pod", "uid", uid)
+		}
+	}
 }

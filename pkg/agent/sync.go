@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/metrics"
 	"github.com/nodelet/nodelet/pkg/pod"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 
 // syncPod is the worker.SyncFunc: it runs on the pod's own goroutine.
 func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
+	defer metrics.ObservePodWorker(w.Type.String(), time.Now())
 	p := w.Pod
 	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
 	if err != nil {
@@ -70,6 +72,7 @@ func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[st
 		in.Previous = &prev
 	}
 	st := status.Generate(in)
+	metrics.ObservePodStatus(p, in.Previous, st)
 	a.statuses.Set(p.UID, st)
 	if a.cluster != nil {
 		a.cluster.SetPodStatus(p, st)
