@@ -13,8 +13,16 @@ var (
 	ErrNotImplemented = errors.New("not implemented")
 	// ErrNotFound: the requested object does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrBadRequest: the request is malformed.
+	// ErrBadRequest: the request is malformed, or asks for something the
+	// object's state does not allow (logs of a container that never ran).
 	ErrBadRequest = errors.New("bad request")
+	// ErrUnauthorized: the request carries no credentials nodelet accepts.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden: the authenticated user may not do what it asks.
+	ErrForbidden = errors.New("forbidden")
+	// ErrUnavailable: a backend (the runtime, the API server during a
+	// review) could not be reached; the client may retry.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // statusFor is the one place errors become status codes.
@@ -26,6 +34,12 @@ func statusFor(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, ErrUnavailable):
+		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError
 	}

@@ -2,10 +2,13 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +32,7 @@ type Server struct {
 	name    string
 	addr    string
 	handler http.Handler
+	tls     *tls.Config
 
 	mu      sync.Mutex
 	ln      net.Listener
@@ -39,6 +43,11 @@ type Server struct {
 // serve handler on addr ("host:port").
 func NewServer(name, addr string, handler http.Handler) *Server {
 	return &Server{name: name, addr: addr, handler: handler}
+}
+
+// NewTLSServer is NewServer serving HTTPS with cfg.
+func NewTLSServer(name, addr string, handler http.Handler, cfg *tls.Config) *Server {
+	return &Server{name: name, addr: addr, handler: handler, tls: cfg}
 }
 
 // Name is the name given to NewServer.
@@ -58,6 +67,9 @@ func (s *Server) Listen() error {
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("%s server: listening on %s: %w", s.name, s.addr, err)
+	}
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
 	}
 	s.ln = ln
 	return nil
@@ -120,6 +132,8 @@ func (s *Server) Run(ctx context.Context) error {
 		ReadHeaderTimeout: readHeaderTimeout,
 		// Requests see ctx's cancellation, so long handlers stop on shutdown.
 		BaseContext: func(net.Listener) context.Context { return ctx },
+		// Handshake failures of port scanners are not worth a log line each.
+		ErrorLog: quietLog,
 	}
 	klog.InfoS("Serving", "server", s.name, "address", ln.Addr().String())
 
@@ -144,4 +158,21 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	klog.InfoS("Stopped serving", "server", s.name)
 	return nil
+}
+
+// quietLog is net/http's error log: TLS handshake failures (scanners,
+// clients that distrust the self-signed certificate) go to verbose logs,
+// anything else is an error.
+var quietLog = log.New(httpErrorWriter{}, "", 0)
+
+type httpErrorWriter struct{}
+
+func (httpErrorWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "TLS handshake error") {
+		klog.V(4).InfoS("HTTP server", "msg", msg)
+	} else {
+		klog.ErrorS(nil, "HTTP server", "msg", msg)
+	}
+	return len(p), nil
 }

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/nodelet/nodelet/pkg/logs"
+	"github.com/nodelet/nodelet/pkg/runtime"
+)
+
+// APIDeps are what the authenticated node API reads from and acts through.
+// A nil function makes the endpoints that need it answer 501. Functions
+// must be safe for concurrent use.
+type APIDeps struct {
+	// Pods returns the pods bound to this node with their statuses (/pods).
+	Pods func() []*v1.Pod
+	// HealthChecks back /healthz.
+	HealthChecks []HealthCheck
+	// Metrics serves /metrics (Prometheus text format).
+	Metrics http.Handler
+	// ResourceMetrics serves /metrics/resource, the CPU and memory usage
+	// metrics-server scrapes.
+	ResourceMetrics http.Handler
+
+	// FindPod returns the desired pod (regular or static, never a mirror)
+	// by namespace and name.
+	FindPod func(namespace, name string) (*v1.Pod, bool)
+	// ResolveUID maps a mirror pod's UID to its static pod's UID and leaves
+	// any other UID alone; nil means UIDs are taken as they are.
+	ResolveUID func(uid types.UID) types.UID
+	// RuntimeStatus returns what runs for a pod: its containers newest
+	// first, with log paths (cri.Client.PodStatus).
+	RuntimeStatus func(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
+
+	// Summary builds /stats/summary; onlyCPUAndMemory leaves out
+	// filesystem and network figures.
+	Summary func(ctx context.Context, onlyCPUAndMemory bool) (*statsapi.Summary, error)
+	// ContainerStats returns the stats of one container by runtime ID.
+	ContainerStats func(ctx context.Context, containerID string) (*statsapi.ContainerStats, error)
+
+	// ReadLogs copies a container's CRI log file at path to stdout and
+	// stderr (logs.ReadLogs with a way to tell whether the container still
+	// runs).
+	ReadLogs func(ctx context.Context, path, containerID string, opts logs.Options, stdout, stderr io.Writer) error
+
+	// Exec, Attach and PortForward ask the runtime for a streaming URL
+	// (cri.Client methods); the node API proxies the caller's upgraded
+	// connection to it.
+	Exec        func(ctx context.Context, req *runtimeapi.ExecRequest) (string, error)
+	Attach      func(ctx context.Context, req *runtimeapi.AttachRequest) (string, error)
+	PortForward func(ctx context.Context, req *runtimeapi.PortForwardRequest) (string, error)
+	// ExecSync runs a command to completion (/run).
+	ExecSync func(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
+}
+
+// NewAPIServer returns the authenticated node API server (--port): HTTPS
+// with tlsConfig, every request authenticated and authorized by auth.
+func NewAPIServer(addr string, tlsConfig *tls.Config, auth Auth, deps APIDeps) *Server {
+	return NewTLSServer("node API", addr, APIHandler(auth, deps), tlsConfig)
+}
+
+// APIHandler is the node API's handler: the routes of APIRoutes behind
+// WithAuth, counted by path.
+func APIHandler(auth Auth, deps APIDeps) http.Handler {
+	return instrument(WithAuth(APIRoutes(deps), auth))
+}
+
+// APIRoutes are the node API's endpoints, without authentication. Paths
+// and parameters are the upstream kubelet's, because the API server and
+// kubectl build them.
+func APIRoutes(d APIDeps) http.Handler {
+	mux := http.NewServeMux()
+	InstallHealthz(mux, d.HealthChecks...)
+	mux.Handle("GET /pods", PodsHandler(d.Pods))
+	mux.Handle("GET /metrics", orNotImplemented(d.Metrics, "metrics"))
+	mux.Handle("GET /metrics/resource", orNotImplemented(d.ResourceMetrics, "resource metrics"))
+
+	mux.Handle("GET /stats/summary", summaryHandler(d))
+	mux.Handle("POST /stats/summary", summaryHandler(d))
+	mux.Handle("GET /stats/{pod}/{container}", containerStatsHandler(d))
+	mux.Handle("GET /stats/{namespace}/{pod}/{uid}/{container}", containerStatsHandler(d))
+
+	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", containerLogsHandler(d))
+
+	// Streaming endpoints take GET and POST, as upstream: the API server
+	// sends POST, websocket clients can only send GET.
+	for _, m := range []string{"GET ", "POST "} {
+		mux.Handle(m+"/exec/{namespace}/{pod}/{container}", execHandler(d))
+		mux.Handle(m+"/exec/{namespace}/{pod}/{uid}/{container}", execHandler(d))
+		mux.Handle(m+"/attach/{namespace}/{pod}/{container}", attachHandler(d))
+		mux.Handle(m+"/attach/{namespace}/{pod}/{uid}/{container}", attachHandler(d))
+		mux.Handle(m+"/portForward/{namespace}/{pod}", portForwardHandler(d))
+		mux.Handle(m+"/portForward/{namespace}/{pod}/{uid}", portForwardHandler(d))
+	}
+	mux.Handle("POST /run/{namespace}/{pod}/{container}", runHandler(d))
+	mux.Handle("POST /run/{namespace}/{pod}/{uid}/{container}", runHandler(d))
+	return mux
+}
+
+func orNotImplemented(h http.Handler, what string) http.Handler {
+	if h != nil {
+		return h
+	}
+	return handlerFunc(func(http.ResponseWriter, *http.Request) error {
+		return notImplemented(what)
+	})
+}

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/nodelet/nodelet/pkg/metrics"
+)
+
+// instrumentedRoots are the first path segments counted by name; any other
+// path is counted as "other", so a scanner cannot blow up label values.
+var instrumentedRoots = map[string]bool{
+	"healthz": true, "pods": true, "metrics": true, "stats": true, "containerLogs": true,
+	"exec": true, "attach": true, "portForward": true, "run": true,
+}
+
+// instrument counts every request by path root and status code, including
+// the ones refused by authentication or authorization.
+func instrument(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		code := rec.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		if rec.hijacked {
+			code = http.StatusSwitchingProtocols
+		}
+		metrics.ObserveHTTPRequest(methodLabel(r.Method), pathRoot(r.URL.Path), strconv.Itoa(code))
+	})
+}
+
+// methodLabel keeps the method label to the methods HTTP defines.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	default:
+		return "other"
+	}
+}
+
+func pathRoot(p string) string {
+	root, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	if instrumentedRoots[root] {
+		return root
+	}
+	return "other"
+}
+
+// statusRecorder remembers the status code. It passes flushes and hijacks
+// through: logs stream and exec takes over the connection.
+type statusRecorder struct {
+	http.ResponseWriter
+	code     int
+	hijacked bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := s.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("response writer cannot be hijacked")
+	}
+	s.hijacked = true
+	return h.Hijack()
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
