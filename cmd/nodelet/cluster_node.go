@@ -2,10 +2,72 @@ package main
 
 import (
 	"context"
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodelet/nodelet/pkg/node"
 )
 
-// nodeRunner registers the Node, keeps its status and Lease fresh.
-// TODO(node): wire pkg/node here.
+// nodeRunner registers the Node and keeps its status and Lease fresh. It
+// runs beside everything else: nothing waits for it, and it retries on its
+// own while the API server is unreachable.
 func (c *clusterEnv) nodeRunner() (func(context.Context), error) {
-	return func(ctx context.Context) { <-ctx.Done() }, nil
+	ips := []string{c.hostIP}
+	for _, ip := range c.opts.NodeIPs() {
+		if s := ip.String(); s != c.hostIP {
+			ips = append(ips, s)
+		}
+	}
+	// Upstream: an explicitly set --node-status-update-frequency is also the
+	// default report period. nodelet cannot tell "set to 10s" from "left at
+	// 10s", so a non-default value counts as set.
+	report := node.DefaultStatusReportFrequency
+	if f := c.opts.NodeStatusUpdateFrequency; f != node.DefaultStatusUpdateFrequency {
+		report = f
+	}
+	host := node.HostConfig{RootDir: c.opts.RootDir, DiskPressure: c.diskPressure, RuntimeHealthy: c.runtimeHealthy}
+	if c.cri != nil {
+		host.Runtime = c.cri
+	}
+	heartbeat, err := c.heartbeatClient()
+	if err != nil {
+		return nil, err
+	}
+	ctrl, err := node.NewController(node.Config{
+		NodeName:              c.nodeName,
+		Hostname:              c.opts.Hostname,
+		NodeIPs:               ips,
+		Labels:                c.opts.NodeLabels,
+		RegisterNode:          c.opts.RegisterNode,
+		StatusUpdateFrequency: c.opts.NodeStatusUpdateFrequency,
+		StatusReportFrequency: report,
+		LeaseDurationSeconds:  int32(c.opts.NodeLeaseDurationSeconds),
+		MaxPods:               c.opts.MaxPods,
+		KubeletPort:           int32(c.opts.Port),
+		Version:               version,
+	}, node.Clients{Client: c.client, Heartbeat: heartbeat}, node.NewHostFacts(host), c.recorder)
+	if err != nil {
+		return nil, err
+	}
+	return ctrl.Run, nil
+}
+
+// heartbeatClient is a client for the node status and Lease without a
+// client-side rate limit, as upstream's heartbeat client: a burst of pod
+// traffic on the shared client must not delay the heartbeat until the node
+// looks dead. pkg/node bounds each of its calls with a deadline.
+func (c *clusterEnv) heartbeatClient() (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.opts.KubeconfigPath)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", c.opts.KubeconfigPath, err)
+	}
+	cfg.QPS = -1 // no rate limiter
+	cfg.UserAgent = "nodelet/" + version
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat API client: %w", err)
+	}
+	return client, nil
 }

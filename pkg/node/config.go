@@ -1,0 +1,97 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// Defaults as upstream.
+const (
+	DefaultStatusUpdateFrequency = 10 * time.Second
+	// DefaultStatusReportFrequency is how often an unchanged status is still
+	// patched: the Lease is the heartbeat, so this can be slow.
+	DefaultStatusReportFrequency = 5 * time.Minute
+	DefaultLeaseDurationSeconds  = 40
+	// LeaseNamespace holds one Lease per node.
+	LeaseNamespace = "kube-node-lease"
+)
+
+// Config is the node's identity and how often it reports. It comes from
+// flags; Validate fills the zero values with the defaults.
+type Config struct {
+	// NodeName is the Node object's name (--hostname-override or hostname).
+	NodeName string
+	// Hostname is the kubernetes.io/hostname label and the Hostname address;
+	// empty means NodeName.
+	Hostname string
+	// NodeIPs become InternalIP addresses, the first one first (--node-ip,
+	// or the detected host IP).
+	NodeIPs []string
+	// Labels are --node-labels, set when the Node is created.
+	Labels map[string]string
+	// RegisterNode is --register-node: create the Node when it is missing.
+	// Without it nodelet only reports status on a Node someone else made.
+	RegisterNode bool
+	// StatusUpdateFrequency is how often the status is computed and, when it
+	// changed, patched (--node-status-update-frequency).
+	StatusUpdateFrequency time.Duration
+	// StatusReportFrequency is how often the status is patched even when
+	// nothing changed.
+	StatusReportFrequency time.Duration
+	// LeaseDurationSeconds is --node-lease-duration-seconds; the Lease is
+	// renewed every quarter of it.
+	LeaseDurationSeconds int32
+	// MaxPods is the pods capacity (--max-pods).
+	MaxPods int
+	// KubeletPort is status.daemonEndpoints.kubeletEndpoint.port (--port):
+	// where the API server reaches nodelet for logs and exec.
+	KubeletPort int32
+	// Version is nodelet's own version, reported as nodeInfo.kubeletVersion.
+	Version string
+	// OS and Arch are runtime.GOOS and runtime.GOARCH unless set (tests).
+	OS, Arch string
+}
+
+// withDefaults validates c and returns it with zero values defaulted.
+func (c Config) withDefaults() (Config, error) {
+	if c.NodeName == "" {
+		return c, errors.New("node: no node name")
+	}
+	if c.Hostname == "" {
+		c.Hostname = c.NodeName
+	}
+	if c.StatusUpdateFrequency <= 0 {
+		c.StatusUpdateFrequency = DefaultStatusUpdateFrequency
+	}
+	if c.StatusReportFrequency <= 0 {
+		c.StatusReportFrequency = DefaultStatusReportFrequency
+	}
+	if c.LeaseDurationSeconds <= 0 {
+		c.LeaseDurationSeconds = DefaultLeaseDurationSeconds
+	}
+	if c.MaxPods < 0 {
+		return c, fmt.Errorf("node: max pods %d is negative", c.MaxPods)
+	}
+	if c.OS == "" {
+		c.OS = runtime.GOOS
+	}
+	if c.Arch == "" {
+		c.Arch = runtime.GOARCH
+	}
+	return c, nil
+}
+
+// RenewInterval is how often the Lease is renewed: a quarter of its
+// duration, as upstream, so three renewals may fail before it expires.
+func (c Config) RenewInterval() time.Duration {
+	return time.Duration(c.LeaseDurationSeconds) * time.Second / 4
+}
+
+// callTimeout bounds each API call of the heartbeat (status, Lease) as
+// upstream bounds its heartbeat client: a hung connection must not stall
+// the loop past its next period, nor past the Lease's expiry.
+func (c Config) callTimeout() time.Duration {
+	return min(c.StatusUpdateFrequency, time.Duration(c.LeaseDurationSeconds)*time.Second)
+}

@@ -1,0 +1,337 @@
+package node
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels and annotations the node sets on itself, as upstream. The beta
+// os/arch labels are still set because old node selectors use them.
+const (
+	labelOSBeta   = "beta.kubernetes.io/os"
+	labelArchBeta = "beta.kubernetes.io/arch"
+	// AnnotationControllerManagedAttachDetach tells the attach/detach
+	// controller that it, not the node, attaches volumes here.
+	AnnotationControllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
+)
+
+// Thresholds of the pressure conditions and the reserve taken out of
+// allocatable. They are upstream's default hard eviction thresholds
+// (memory.available<100Mi, nodefs.available<10%): nodelet does not evict,
+// but reporting the same allocatable and the same pressure signals keeps the
+// scheduler's view of this node what it would be with the upstream kubelet.
+var (
+	memoryReserve = resource.MustParse("100Mi")
+)
+
+const (
+	ephemeralReservePercent = 10
+	// pidPressurePercent: fewer free PIDs than this share of the limit is
+	// PID pressure.
+	pidPressurePercent = 10
+	// maxImagesInStatus and maxNamesPerImage bound status.images, as
+	// upstream, so the Node object stays small.
+	maxImagesInStatus = 50
+	maxNamesPerImage  = 5
+)
+
+// Condition reasons and messages, as upstream, because tools and humans
+// grep for them.
+const (
+	reasonReady               = "KubeletReady"
+	reasonNotReady            = "KubeletNotReady"
+	reasonSufficientMemory    = "KubeletHasSufficientMemory"
+	reasonInsufficientMemory  = "KubeletHasInsufficientMemory"
+	reasonNoDiskPressure      = "KubeletHasNoDiskPressure"
+	reasonDiskPressure        = "KubeletHasDiskPressure"
+	reasonSufficientPID       = "KubeletHasSufficientPID"
+	reasonInsufficientPID     = "KubeletHasInsufficientPID"
+	messageReady              = "kubelet is posting ready status"
+	messageSufficientMemory   = "kubelet has sufficient memory available"
+	messageInsufficientMemory = "kubelet has insufficient memory available"
+	messageNoDiskPressure     = "kubelet has no disk pressure"
+	messageDiskPressure       = "kubelet has disk pressure"
+	messageSufficientPID      = "kubelet has sufficient PID available"
+	messageInsufficientPID    = "kubelet has insufficient PID available"
+)
+
+// ownConditions are the condition types nodelet owns, in the order they are
+// appended to a new Node: Ready last, as upstream, because old clients read
+// the last condition as the node's readiness.
+var ownConditions = []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady}
+
+// defaultLabels are the labels the node keeps set on itself.
+func defaultLabels(cfg Config) map[string]string {
+	return map[string]string{
+		v1.LabelHostname:   cfg.Hostname,
+		v1.LabelOSStable:   cfg.OS,
+		v1.LabelArchStable: cfg.Arch,
+		labelOSBeta:        cfg.OS,
+		labelArchBeta:      cfg.Arch,
+	}
+}
+
+// InitialNode is the Node to create: default labels, then --node-labels (an
+// explicit label wins over a default, as upstream), and a full status. cfg
+// must have its defaults applied.
+func InitialNode(cfg Config, f Facts, now time.Time) *v1.Node {
+	labels := defaultLabels(cfg)
+	maps.Copy(labels, cfg.Labels)
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        cfg.NodeName,
+			Labels:      labels,
+			Annotations: map[string]string{AnnotationControllerManagedAttachDetach: "true"},
+		},
+		Status: DesiredStatus(cfg, f, v1.NodeStatus{}, now),
+	}
+}
+
+// ReconcileExisting returns the Node that was already registered with the
+// default labels and annotations of cfg restored, and whether anything
+// changed. --node-labels are not re-applied: as upstream they are set at
+// creation only, so a label an administrator changed since stays changed.
+func ReconcileExisting(existing *v1.Node, cfg Config) (*v1.Node, bool) {
+	want := InitialNode(cfg, Facts{}, time.Time{})
+	out := existing.DeepCopy()
+	changed := false
+	for k := range defaultLabels(cfg) {
+		if v, ok := out.Labels[k]; !ok || v != want.Labels[k] {
+			if out.Labels == nil {
+				out.Labels = map[string]string{}
+			}
+			out.Labels[k] = want.Labels[k]
+			changed = true
+		}
+	}
+	for k, v := range want.Annotations {
+		if out.Annotations[k] != v {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+			changed = true
+		}
+	}
+	return out, changed
+}
+
+// DesiredStatus computes the node status from the facts, starting from the
+// status the API server has (old). What nodelet does not own (other
+// conditions, extended resources, volumes) is kept; what is unknown this
+// time keeps its old value. Heartbeats of nodelet's conditions are now; a
+// transition time moves only when a condition's status changes.
+func DesiredStatus(cfg Config, f Facts, old v1.NodeStatus, now time.Time) v1.NodeStatus {
+	st := *old.DeepCopy()
+	st.Capacity = capacity(cfg, f.Machine, st.Capacity)
+	st.Allocatable = allocatable(st.Capacity, st.Allocatable)
+
+	st.Addresses = addresses(cfg)
+	st.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort
+
+	info := &st.NodeInfo
+	setIfKnown(&info.MachineID, f.Machine.MachineID)
+	setIfKnown(&info.SystemUUID, f.Machine.SystemUUID)
+	setIfKnown(&info.BootID, f.Machine.BootID)
+	setIfKnown(&info.KernelVersion, f.Machine.KernelVersion)
+	setIfKnown(&info.OSImage, f.Machine.OSImage)
+	setIfKnown(&info.ContainerRuntimeVersion, f.RuntimeVersion)
+	info.KubeletVersion = cfg.Version
+	info.OperatingSystem = cfg.OS
+	info.Architecture = cfg.Arch
+
+	if f.Images != nil {
+		st.Images = f.Images
+	}
+
+	t := metav1.NewTime(now)
+	for _, c := range []v1.NodeCondition{
+		memoryCondition(f), diskCondition(f), pidCondition(f), readyCondition(f, st.Capacity),
+	} {
+		st.Conditions = setCondition(st.Conditions, c, t)
+	}
+	return st
+}
+
+func setIfKnown(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+// capacity is the machine's capacity over the old one: known figures
+// replace old ones, the rest (unknown this time, or resources others such
+// as device plugins added) stays.
+func capacity(cfg Config, m Machine, old v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	maps.Copy(out, old)
+	if m.CPUs > 0 {
+		out[v1.ResourceCPU] = *resource.NewMilliQuantity(m.CPUs*1000, resource.DecimalSI)
+	}
+	if m.MemoryBytes > 0 {
+		out[v1.ResourceMemory] = *resource.NewQuantity(m.MemoryBytes, resource.BinarySI)
+	}
+	if m.EphemeralStorageBytes > 0 {
+		out[v1.ResourceEphemeralStorage] = *resource.NewQuantity(m.EphemeralStorageBytes, resource.BinarySI)
+	}
+	out[v1.ResourcePods] = *resource.NewQuantity(int64(cfg.MaxPods), resource.DecimalSI)
+	for size, total := range m.HugePages {
+		out[hugePageResource(size)] = *resource.NewQuantity(total, resource.BinarySI)
+	}
+	return out
+}
+
+func hugePageResource(size int64) v1.ResourceName {
+	return v1.ResourceName(v1.ResourceHugePagesPrefix + resource.NewQuantity(size, resource.BinarySI).String())
+}
+
+// allocatable is capacity less the reserves: memory less the eviction
+// reserve and the huge pages (they are not usable as ordinary memory),
+// ephemeral storage less its eviction reserve. Resources allocatable does
+// not derive from capacity keep their old values.
+func allocatable(capacity, old v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	maps.Copy(out, old)
+	for name, q := range capacity {
+		out[name] = q.DeepCopy()
+	}
+	if mem, ok := capacity[v1.ResourceMemory]; ok {
+		mem = mem.DeepCopy()
+		mem.Sub(memoryReserve)
+		for name, q := range capacity {
+			if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+				mem.Sub(q)
+			}
+		}
+		if mem.Sign() < 0 {
+			mem = *resource.NewQuantity(0, resource.BinarySI)
+		}
+		out[v1.ResourceMemory] = mem
+	}
+	if eph, ok := capacity[v1.ResourceEphemeralStorage]; ok {
+		v := eph.Value()
+		out[v1.ResourceEphemeralStorage] = *resource.NewQuantity(v-v*ephemeralReservePercent/100, resource.BinarySI)
+	}
+	return out
+}
+
+// addresses: the InternalIPs, then the Hostname, as upstream without a cloud
+// provider. The API server reaches nodelet through the first it prefers.
+func addresses(cfg Config) []v1.NodeAddress {
+	var out []v1.NodeAddress
+	for _, ip := range cfg.NodeIPs {
+		out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+	}
+	return append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: cfg.Hostname})
+}
+
+func memoryCondition(f Facts) v1.NodeCondition {
+	if f.MemoryAvailable >= 0 && f.MemoryAvailable < memoryReserve.Value() {
+		return v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionTrue, Reason: reasonInsufficientMemory, Message: messageInsufficientMemory}
+	}
+	return v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: reasonSufficientMemory, Message: messageSufficientMemory}
+}
+
+func diskCondition(f Facts) v1.NodeCondition {
+	if f.DiskPressure {
+		return v1.NodeCondition{Type: v1.NodeDiskPressure, Status: v1.ConditionTrue, Reason: reasonDiskPressure, Message: messageDiskPressure}
+	}
+	return v1.NodeCondition{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: reasonNoDiskPressure, Message: messageNoDiskPressure}
+}
+
+func pidCondition(f Facts) v1.NodeCondition {
+	if f.PIDsMax > 0 && (f.PIDsMax-f.PIDsInUse)*100 < f.PIDsMax*pidPressurePercent {
+		return v1.NodeCondition{Type: v1.NodePIDPressure, Status: v1.ConditionTrue, Reason: reasonInsufficientPID, Message: messageInsufficientPID}
+	}
+	return v1.NodeCondition{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: reasonSufficientPID, Message: messageSufficientPID}
+}
+
+// readyCondition is Ready unless the runtime cannot run pods or the node
+// cannot say what it has room for (the scheduler would place pods on a node
+// with no capacity).
+func readyCondition(f Facts, capacity v1.ResourceList) v1.NodeCondition {
+	errs := append([]string(nil), f.RuntimeErrors...)
+	var missing []string
+	for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods, v1.ResourceEphemeralStorage} {
+		if _, ok := capacity[name]; !ok {
+			missing = append(missing, string(name))
+		}
+	}
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Sprintf("missing node capacity for resources: %s", strings.Join(missing, ", ")))
+	}
+	if len(errs) > 0 {
+		return v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: reasonNotReady, Message: strings.Join(errs, "; ")}
+	}
+	return v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: reasonReady, Message: messageReady}
+}
+
+// setCondition puts want into conds with heartbeat now, keeping the old
+// transition time when the status did not change.
+func setCondition(conds []v1.NodeCondition, want v1.NodeCondition, now metav1.Time) []v1.NodeCondition {
+	want.LastHeartbeatTime = now
+	want.LastTransitionTime = now
+	for i := range conds {
+		if conds[i].Type != want.Type {
+			continue
+		}
+		if conds[i].Status == want.Status {
+			want.LastTransitionTime = conds[i].LastTransitionTime
+		}
+		conds[i] = want
+		return conds
+	}
+	return append(conds, want)
+}
+
+// condition returns the condition of type t, or nil.
+func condition(conds []v1.NodeCondition, t v1.NodeConditionType) *v1.NodeCondition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// IsReady reports whether the status says Ready=True.
+func IsReady(st v1.NodeStatus) bool {
+	c := condition(st.Conditions, v1.NodeReady)
+	return c != nil && c.Status == v1.ConditionTrue
+}
+
+// RuntimeImage is one image as the container runtime lists it.
+type RuntimeImage struct {
+	Names     []string
+	SizeBytes int64
+}
+
+// NodeImages picks status.images: the largest images first (they matter
+// most to the scheduler's image locality), at most 50, each with at most
+// five names. Images without a name are left out.
+func NodeImages(imgs []RuntimeImage) []v1.ContainerImage {
+	out := make([]v1.ContainerImage, 0, min(len(imgs), maxImagesInStatus))
+	sorted := append([]RuntimeImage(nil), imgs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].SizeBytes > sorted[j].SizeBytes })
+	for _, img := range sorted {
+		if len(out) == maxImagesInStatus {
+			break
+		}
+		if len(img.Names) == 0 {
+			continue
+		}
+		names := img.Names
+		if len(names) > maxNamesPerImage {
+			names = names[:maxNamesPerImage]
+		}
+		out = append(out, v1.ContainerImage{Names: append([]string(nil), names...), SizeBytes: img.SizeBytes})
+	}
+	return out
+}
