@@ -19,12 +19,17 @@ import (
 
 func main() {
 	fs := options.NewFlagSet("nodelet")
+	showVersion := fs.Bool("version", false, "Print nodelet's version and exit.")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "nodelet:", err)
 		os.Exit(2)
+	}
+	if *showVersion {
+		fmt.Println("nodelet", version)
+		os.Exit(0)
 	}
 	opts, warnings, err := options.Load(fs)
 	for _, w := range warnings {
