@@ -266,6 +266,11 @@ func TestNodeAPIStandalone(t *testing.T) {
 
 	logs := "/containerLogs/default/" + apiPod + "/talker"
 	t.Run("logs", func(t *testing.T) {
+		// Two seconds of output, so that sinceSeconds=1 leaves the start out.
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(c.get(t, logs), "tick 10\n") && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
 		all := c.get(t, logs)
 		// stdout and stderr are separate pipes: their first lines may come
 		// in either order.
@@ -765,15 +770,18 @@ func runKubectlSuite(t *testing.T, cluster *framework.Cluster, port int, suite k
 		// script gives kubectl a real terminal on this side.
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		inner := fmt.Sprintf("stty cols 100 rows 40; %s --kubeconfig %s exec -it %s -c web -- sh -c 'stty size; tty; echo $((6*7)); exit 4'",
-			kubectlBin(), cluster.AdminKubeconfig, api)
+		// The first resize may arrive just after the shell starts: ask
+		// until the terminal has a size.
+		remote := `for i in 1 2 3 4 5 6 7 8 9 10; do s=$(stty size 2>/dev/null); case "$s" in ""|"0 0") sleep 0.2;; *) break;; esac; done; echo "size=$s"; tty; echo $((6*7)); exit 4`
+		inner := fmt.Sprintf("stty cols 100 rows 40; %s --kubeconfig %s exec -it %s -c web -- sh -c '%s'",
+			kubectlBin(), cluster.AdminKubeconfig, api, remote)
 		cmd := exec.CommandContext(ctx, "script", "-qefc", inner, "/dev/null")
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 4 {
 			t.Errorf("kubectl exec -it exit: %v, want 4 (output %q)", err, out)
 		}
-		for _, want := range []string{"40 100", "/dev/pts/", "42"} {
+		for _, want := range []string{"size=40 100", "/dev/pts/", "42"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("kubectl exec -it output %q lacks %q", out, want)
 			}

@@ -51,7 +51,8 @@ func NewReader(isRunning IsRunningFunc) *Reader {
 var errLimit = errors.New("byte limit reached")
 
 // ReadLogs writes the log of container containerID, found at path, to
-// stdout and stderr, by the stream each line was written to. With
+// stdout and stderr, by the stream each line was written to. Without
+// Options.Follow it reads the file as it is when the call begins. With
 // Options.Follow it returns when the container no longer runs and its log
 // is drained, or when ctx ends; a rotation (the file renamed and a new one
 // opened at path) is followed to the new file.
@@ -61,23 +62,30 @@ func (rd *Reader) ReadLogs(ctx context.Context, path, containerID string, opts O
 		return fmt.Errorf("open log of container %s: %w", containerID, err)
 	}
 	defer func() { f.Close() }()
+	// One size for the whole read: lines written while the log is read
+	// would make "the last n lines" more than n.
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("log %s: %w", path, err)
+	}
+	size := st.Size()
+	var start int64
 	if opts.TailLines != nil {
-		off, err := tailOffset(f, *opts.TailLines)
-		if err != nil {
+		if start, err = tailOffset(f, size, *opts.TailLines); err != nil {
 			return fmt.Errorf("tail log %s: %w", path, err)
 		}
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
+		if _, err := f.Seek(start, io.SeekStart); err != nil {
 			return fmt.Errorf("tail log %s: %w", path, err)
 		}
 	}
 	w := newWriter(opts, stdout, stderr)
+	if !opts.Follow {
+		return readUpTo(io.NewSectionReader(f, start, size-start), w)
+	}
 
-	var watcher *fsnotify.Watcher
-	if opts.Follow {
-		watcher = newWatcher(filepath.Dir(path))
-		if watcher != nil {
-			defer watcher.Close()
-		}
+	watcher := newWatcher(filepath.Dir(path))
+	if watcher != nil {
+		defer watcher.Close()
 	}
 
 	br := bufio.NewReaderSize(f, 32<<10)
@@ -103,13 +111,6 @@ func (rd *Reader) ReadLogs(ctx context.Context, path, containerID string, opts O
 		if err != io.EOF {
 			return fmt.Errorf("read log %s: %w", path, err)
 		}
-		if !opts.Follow {
-			if len(pending) > 0 {
-				return finish(w.writeLine(pending))
-			}
-			return nil
-		}
-
 		// At the end of what is written so far: rotated, stopped, or wait.
 		if rotated(f, path) {
 			// The old file is complete once renamed: finish it, then
@@ -165,6 +166,25 @@ func (rd *Reader) ReadLogs(ctx context.Context, path, containerID string, opts O
 		}
 		if !rd.wait(ctx, watcher) {
 			return nil
+		}
+	}
+}
+
+// readUpTo writes every line r holds; the last may lack its newline.
+func readUpTo(r io.Reader, w *writer) error {
+	br := bufio.NewReaderSize(r, 32<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			if werr := w.writeLine(line); werr != nil {
+				return finish(werr)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read log: %w", err)
 		}
 	}
 }
@@ -238,14 +258,10 @@ func finish(err error) error {
 	return err
 }
 
-// tailOffset returns the offset of the start of the n-th line from the end.
-// A last line without its newline counts as a line.
-func tailOffset(f *os.File, n int64) (int64, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	size := st.Size()
+// tailOffset returns the offset of the start of the n-th line from the end
+// of the first size bytes of f. A last line without its newline counts as a
+// line.
+func tailOffset(f *os.File, size, n int64) (int64, error) {
 	if n <= 0 {
 		return size, nil
 	}

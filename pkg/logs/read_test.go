@@ -72,6 +72,15 @@ func TestReadLogs(t *testing.T) {
 	if err := NewReader(nil).ReadLogs(context.Background(), filepath.Join(t.TempDir(), "missing"), "c1", Options{}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 		t.Error("missing file: no error")
 	}
+
+	// Lines written while the log is read are not part of it.
+	grow := &appendingWriter{path: path, t: t}
+	if err := NewReader(nil).ReadLogs(context.Background(), path, "c1", Options{TailLines: i64(2)}, grow, grow); err != nil {
+		t.Fatal(err)
+	}
+	if got := grow.b.String(); got != "four\nfive\n" {
+		t.Errorf("tail 2 of a growing log: %q", got)
+	}
 }
 
 func TestTailOffset(t *testing.T) {
@@ -96,7 +105,7 @@ func TestTailOffset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		off, err := tailOffset(f, tc.n)
+		off, err := tailOffset(f, int64(len(tc.content)), tc.n)
 		f.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -247,4 +256,17 @@ func TestFollowEndsWhenLogRemovedWithContainer(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("follow of a removed log did not end when the container was gone")
 	}
+}
+
+// appendingWriter appends a log line to path at every write, as a busy
+// container would while its log is read.
+type appendingWriter struct {
+	path string
+	t    *testing.T
+	b    bytes.Buffer
+}
+
+func (a *appendingWriter) Write(p []byte) (int, error) {
+	appendLine(a.t, a.path, at(9)+" stdout F written meanwhile\n")
+	return a.b.Write(p)
 }
