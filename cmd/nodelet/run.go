@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -20,6 +21,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/gc"
 	"github.com/nodelet/nodelet/pkg/images"
+	"github.com/nodelet/nodelet/pkg/metrics"
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -69,12 +71,16 @@ func run(ctx context.Context, opts *options.Options) error {
 	nodeRef := &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
 
 	registry := prometheus.NewRegistry()
+	if err := registerMetrics(registry, client); err != nil {
+		return err
+	}
 	syncer := podsync.New(client, recorder, podsync.Options{
 		Config: cri.ConfigOptions{
 			PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
 			NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
 		},
 		ResolvConf: opts.ResolvConf,
+		Metrics:    metrics.RuntimeOperations{},
 		Volumes:    cl.volumeProvider(ctx),
 	})
 
@@ -169,6 +175,20 @@ func run(ctx context.Context, opts *options.Options) error {
 	if addr := opts.ReadOnlyAddr(); addr != "" {
 		servers = append(servers, server.NewReadOnlyServer(addr, server.ReadOnlyDeps{Pods: ag.Pods, HealthChecks: healthChecks}))
 	}
+	var kube kubernetes.Interface
+	if cl != nil {
+		kube = cl.client
+	}
+	apiServer, rotateLogs, err := nodeAPI(opts, apiServerDeps{
+		nodeName: nodeName, hostIP: hostIP, runtime: client, pods: pods, podList: ag.Pods,
+		health: healthChecks, gatherer: registry, kube: kube,
+	})
+	if err != nil {
+		return err
+	}
+	if apiServer != nil {
+		servers = append(servers, apiServer)
+	}
 	// Bind every port before anything runs, so a port in use fails start-up
 	// with a clear error instead of half a node agent.
 	for _, s := range servers {
@@ -195,6 +215,7 @@ func run(ctx context.Context, opts *options.Options) error {
 		wg.StartWithContext(ctx, r)
 	}
 	wg.StartWithContext(ctx, imageGC.Run)
+	wg.StartWithContext(ctx, rotateLogs)
 	for _, r := range clusterRunners {
 		wg.StartWithContext(ctx, r)
 	}

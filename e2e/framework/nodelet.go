@@ -67,7 +67,9 @@ type Nodelet struct {
 	LogFile      string
 	ReadOnlyPort int
 	HealthzPort  int
-	Args         []string
+	// APIPort is the authenticated node API's --port, on 127.0.0.1.
+	APIPort int
+	Args    []string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -89,6 +91,7 @@ func NewNodelet(t testing.TB, rt *Runtime, extra ...string) *Nodelet {
 		LogFile:      filepath.Join(dir, "nodelet.log"),
 		ReadOnlyPort: FreePort(t),
 		HealthzPort:  FreePort(t),
+		APIPort:      FreePort(t),
 	}
 	for _, d := range []string{n.RootDir, n.ManifestDir, n.LogDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -106,6 +109,9 @@ func NewNodelet(t testing.TB, rt *Runtime, extra ...string) *Nodelet {
 		"--hostname-override", NodeName,
 		"--read-only-port", strconv.Itoa(n.ReadOnlyPort),
 		"--healthz-port", strconv.Itoa(n.HealthzPort),
+		// Never the default 0.0.0.0:10250: tests may run beside another agent.
+		"--port", strconv.Itoa(n.APIPort),
+		"--address", "127.0.0.1",
 		"--v", "3",
 	}
 	hasPath := false
