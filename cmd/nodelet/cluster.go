@@ -34,6 +34,10 @@ type clusterEnv struct {
 	registry       prometheus.Registerer
 	diskPressure   func() bool
 	runtimeHealthy func() error
+
+	// podRunners is the pod half's background work, built by podCluster and
+	// run with the API source (cluster_pods.go).
+	podRunners []func(context.Context)
 }
 
 // Client-side rate limits: upstream's 5 QPS starves status updates during a
