@@ -22,6 +22,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/gc"
 	"github.com/nodelet/nodelet/pkg/images"
 	"github.com/nodelet/nodelet/pkg/metrics"
+	"github.com/nodelet/nodelet/pkg/mirror"
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -67,7 +68,10 @@ func run(ctx context.Context, opts *options.Options) error {
 		cl.startEventSink(broadcaster)
 	}
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "nodelet", Host: nodeName})
+	// Events of a static pod are filed under its mirror pod, where kubectl
+	// describe looks for them.
+	pods := pod.NewManager()
+	recorder := mirror.NewEventRecorder(broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "nodelet", Host: nodeName}), pods)
 	nodeRef := &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
 
 	registry := prometheus.NewRegistry()
@@ -95,7 +99,6 @@ func run(ctx context.Context, opts *options.Options) error {
 		src := config.NewURLSource(opts.StaticPodURL, http.Header(opts.StaticPodURLHeader), nodeName, opts.HTTPCheckFrequency, merger.Channel(pod.HTTPSource), reporter)
 		sourceRunners = append(sourceRunners, src.Run)
 	}
-	pods := pod.NewManager()
 	statuses := status.NewCache()
 	if cl != nil {
 		cl.pods, cl.statuses, cl.cri, cl.recorder, cl.registry = pods, statuses, client, recorder, registry

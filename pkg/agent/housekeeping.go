@@ -27,6 +27,15 @@ func (a *Agent) housekeepingLoop(ctx context.Context) {
 		for _, p := range a.leftovers(a.relister.Snapshot()) {
 			a.killer.Kill(p)
 		}
+		// Only once every source is ready: a manifest dir not read yet must
+		// not look like static pods gone.
+		if a.cluster != nil && len(a.SourcesReady()) == 0 {
+			for _, m := range a.pods.OrphanedMirrorPods() {
+				if err := a.cluster.DeleteMirror(ctx, m); err != nil {
+					klog.ErrorS(err, "Delete orphaned mirror pod", "pod", klog.KObj(m))
+				}
+			}
+		}
 		if a.gc != nil && a.cfg.ContainerGCPeriod > 0 && time.Since(lastGC) >= a.cfg.ContainerGCPeriod && len(a.SourcesReady()) == 0 {
 			lastGC = time.Now()
 			if err := a.gc.GarbageCollect(ctx, a.wanted); err != nil {
