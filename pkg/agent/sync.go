@@ -20,6 +20,13 @@ import (
 func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 	defer metrics.ObservePodWorker(w.Type.String(), time.Now())
 	p := w.Pod
+	if a.cluster != nil && w.Type != worker.Kill && pod.IsStatic(p) {
+		// First, so a runtime slow under load never delays a deleted
+		// mirror's return; a failing mirror never holds up the pod itself.
+		if err := a.cluster.SyncMirror(ctx, p, w.MirrorPod); err != nil {
+			klog.ErrorS(err, "Sync mirror pod", "pod", klog.KObj(p))
+		}
+	}
 	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
 	if err != nil {
 		return worker.Result{Err: fmt.Errorf("runtime status of pod %s/%s: %w", p.Namespace, p.Name, err)}
@@ -41,12 +48,6 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		return worker.Result{}
 	}
 
-	if a.cluster != nil && pod.IsStatic(p) {
-		// A failing mirror never holds up the static pod itself.
-		if err := a.cluster.SyncMirror(ctx, p, w.MirrorPod); err != nil {
-			klog.ErrorS(err, "Sync mirror pod", "pod", klog.KObj(p))
-		}
-	}
 	res := a.rt.SyncPod(ctx, p, rs)
 	if res.Err != nil {
 		klog.ErrorS(res.Err, "Sync pod", "pod", klog.KObj(p), "uid", p.UID)
