@@ -637,21 +637,6 @@ func kubeconfigToken(t *testing.T, path string) string {
 	return ""
 }
 
-func waitKubectl(t *testing.T, c *framework.Cluster, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
-}
-
 // TestKubectlAgainstNodelet runs kubectl logs, exec, attach and
 // port-forward through the real API server to a nodelet registered as a
 // node, with the upstream defaults of a config file: bearer tokens checked
@@ -666,7 +651,7 @@ func TestKubectlAgainstNodelet(t *testing.T) {
 		"--client-ca-file", cluster.CAFile,
 		"--node-ip", "127.0.0.1", "--address", "127.0.0.1", "--port", strconv.Itoa(port),
 	)
-	waitKubectl(t, cluster, 60*time.Second, "the node to be Ready", func() (bool, string) {
+	waitFor(t, 60*time.Second, "the node to be Ready", func() (bool, string) {
 		out, err := cluster.Kubectl("get", "node", framework.NodeName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.daemonEndpoints.kubeletEndpoint.Port}`)
 		return err == nil && out == "True "+strconv.Itoa(port), fmt.Sprint(out, err)
 	})
@@ -691,7 +676,7 @@ type kubectlSuite struct {
 // runKubectlSuite is the kubectl half of the node API tests.
 func runKubectlSuite(t *testing.T, cluster *framework.Cluster, port int, suite kubectlSuite) {
 	api := suite.pod
-	waitKubectl(t, cluster, 90*time.Second, "pod api running", func() (bool, string) {
+	waitFor(t, 90*time.Second, "pod api running", func() (bool, string) {
 		out, err := cluster.Kubectl("get", "pod", api, "-o", `jsonpath={.status.phase} {.status.containerStatuses[?(@.name=="reader")].ready}`)
 		return err == nil && out == "Running true", fmt.Sprint(out, err)
 	})
@@ -735,7 +720,7 @@ func runKubectlSuite(t *testing.T, cluster *framework.Cluster, port int, suite k
 	})
 
 	t.Run("logs --previous", func(t *testing.T) {
-		waitKubectl(t, cluster, 60*time.Second, "crasher running again", func() (bool, string) {
+		waitFor(t, 60*time.Second, "crasher running again", func() (bool, string) {
 			out, err := cluster.Kubectl("get", "pod", api, "-o", `jsonpath={.status.containerStatuses[?(@.name=="crasher")].restartCount} {.status.containerStatuses[?(@.name=="crasher")].state.running.startedAt}`)
 			rc, started, _ := strings.Cut(out, " ")
 			n, _ := strconv.Atoi(rc)
@@ -904,7 +889,7 @@ func runKubectlSuite(t *testing.T, cluster *framework.Cluster, port int, suite k
 		}
 		static := "static" + staticSuffix
 		var mirrorUID string
-		waitKubectl(t, cluster, 60*time.Second, "the mirror pod", func() (bool, string) {
+		waitFor(t, 60*time.Second, "the mirror pod", func() (bool, string) {
 			out, err := cluster.Kubectl("get", "pod", static, "-o", "jsonpath={.metadata.uid}")
 			mirrorUID = out
 			return err == nil && out != "", fmt.Sprint(out, err)

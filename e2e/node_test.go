@@ -128,7 +128,7 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 			t.Errorf("lease owners %+v, want the Node %s", first.OwnerReferences, node.UID)
 		}
 		var renewed *coordinationv1.Lease
-		nodeWait(t, 20*time.Second, "the lease renewed", func() (bool, string) {
+		waitFor(t, 20*time.Second, "the lease renewed", func() (bool, string) {
 			renewed = kubectlLease(t, cluster)
 			return renewed.Spec.RenewTime.After(first.Spec.RenewTime.Time), renewed.Spec.RenewTime.String()
 		})
@@ -141,7 +141,7 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 		}
 		deleted := time.Now()
 		var back *v1.Node
-		nodeWait(t, 30*time.Second, "the Node re-registered and Ready", func() (bool, string) {
+		waitFor(t, 30*time.Second, "the Node re-registered and Ready", func() (bool, string) {
 			out, err := cluster.Kubectl("get", "node", framework.NodeName, "-o", "json")
 			if err != nil {
 				return false, err.Error()
@@ -160,7 +160,7 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 		if back.Labels["tier"] != "edge" || back.Labels["kubernetes.io/hostname"] != framework.NodeName {
 			t.Errorf("labels of the re-created Node %v", back.Labels)
 		}
-		nodeWait(t, 20*time.Second, "the lease owned by the new Node", func() (bool, string) {
+		waitFor(t, 20*time.Second, "the lease owned by the new Node", func() (bool, string) {
 			l := kubectlLease(t, cluster)
 			return len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == back.UID, fmt.Sprint(l.OwnerReferences)
 		})
@@ -169,7 +169,7 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 	t.Run("events", func(t *testing.T) {
 		want := []string{"Starting", "RegisteredNode", "NodeReady", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"}
 		var seen map[string]int
-		nodeWait(t, 30*time.Second, "node events", func() (bool, string) {
+		waitFor(t, 30*time.Second, "node events", func() (bool, string) {
 			out, err := cluster.Kubectl("get", "events", "-n", "default",
 				"--field-selector", "involvedObject.kind=Node,involvedObject.name="+framework.NodeName, "-o", "json")
 			if err != nil {
@@ -296,21 +296,6 @@ func nodeletVersion(t *testing.T, n *framework.Nodelet) string {
 	return m[1]
 }
 
-func nodeWait(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
-}
-
 // TestNodeCatchesUpAfterAPIOutage puts a TCP proxy between nodelet and the
 // API server and cuts it: down at start (nodelet starts anyway, the static
 // pod runs, no Node yet), then up (the Node registers and goes Ready), then
@@ -355,7 +340,7 @@ func TestNodeCatchesUpAfterAPIOutage(t *testing.T) {
 		t.Fatal("node not Ready 30 s after the API server became reachable")
 	}
 	var before *coordinationv1.Lease
-	nodeWait(t, 20*time.Second, "the lease", func() (bool, string) {
+	waitFor(t, 20*time.Second, "the lease", func() (bool, string) {
 		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, framework.NodeName, metav1.GetOptions{})
 		before = l
 		return err == nil, fmt.Sprint(err)
@@ -377,7 +362,7 @@ func TestNodeCatchesUpAfterAPIOutage(t *testing.T) {
 
 	proxy.setUp(true)
 	restored := time.Now()
-	nodeWait(t, 30*time.Second, "the lease renewed after the outage", func() (bool, string) {
+	waitFor(t, 30*time.Second, "the lease renewed after the outage", func() (bool, string) {
 		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, framework.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
