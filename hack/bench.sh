@@ -2,8 +2,10 @@
 # Benchmarks nodelet against the floor (raw CRI calls) and the upstream kubelet, on one private
 # containerd. Method and results: docs/BENCHMARKS.md (its generated section is rewritten by a full run).
 #
-#   hack/bench.sh            full run (20 sequential pods, burst of 50, 60 s idle); ~6 min
+#   hack/bench.sh            full run: standalone legs (20 sequential pods, burst of 50, 60 s idle; ~6 min),
+#                            then cluster legs (20 API pods, mirror, 3 deletes; ~4 min)
 #   hack/bench.sh --quick    smoke test (5 / 10 / 10 s); prints only, docs untouched
+#   hack/bench.sh --cluster  only the cluster legs (each agent in its own hack/cluster-up.sh cluster); ~4 min
 #   hack/bench.sh --subjects raw,upstream ...   any flag of hack/bench (go run ./hack/bench -h)
 #
 # Needs root. Starts containerd with hack/runtime-up.sh in a temp state dir and purges it on exit.
@@ -57,4 +59,5 @@ CONTAINERD_PID="$(containerd_pid)"
   --state-dir "$WORK/legs" \
   --kubelet "$NODELET_ROOT/_output/tools/bin/kubelet" \
   --nodelet "$NODELET_BIN" \
+  --cluster-up "$NODELET_ROOT/hack/cluster-up.sh" \
   "$@"

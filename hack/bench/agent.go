@@ -58,20 +58,10 @@ func (a *agent) start(ctx context.Context, argv []string, timeout time.Duration)
 		c.Close()
 		return 0, fmt.Errorf("%s is already served by another process; stop it first", a.readOnly)
 	}
-	logf, err := os.Create(a.logFile)
+	begin, err := a.launch(argv)
 	if err != nil {
 		return 0, err
 	}
-	a.cmd = exec.Command(argv[0], argv[1:]...)
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	begin := time.Now()
-	if err := a.cmd.Start(); err != nil {
-		logf.Close()
-		return 0, fmt.Errorf("start %s: %w", argv[0], err)
-	}
-	a.exited = make(chan struct{})
-	go func() { _ = a.cmd.Wait(); logf.Close(); close(a.exited) }()
 
 	deadline := time.Now().Add(timeout)
 	for {
@@ -89,6 +79,25 @@ func (a *agent) start(ctx context.Context, argv []string, timeout time.Duration)
 			return 0, fmt.Errorf("%s: read-only /pods not answering after %s; see %s:\n%s", a.name, timeout, a.logFile, tail(a.logFile, 15))
 		}
 	}
+}
+
+// launch starts argv with its output in the agent's log file and returns when it was started.
+func (a *agent) launch(argv []string) (time.Time, error) {
+	logf, err := os.Create(a.logFile)
+	if err != nil {
+		return time.Time{}, err
+	}
+	a.cmd = exec.Command(argv[0], argv[1:]...)
+	a.cmd.Stdout, a.cmd.Stderr = logf, logf
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	begin := time.Now()
+	if err := a.cmd.Start(); err != nil {
+		logf.Close()
+		return time.Time{}, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	a.exited = make(chan struct{})
+	go func() { _ = a.cmd.Wait(); logf.Close(); close(a.exited) }()
+	return begin, nil
 }
 
 func (a *agent) pid() int {

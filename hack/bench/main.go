@@ -39,6 +39,13 @@ type config struct {
 	poll         time.Duration
 	quick        bool
 	doc          string
+	// modes: "standalone" (raw CRI / upstream / nodelet on manifests) and/or "cluster" (each
+	// agent joins its own test cluster).
+	standalone      bool
+	cluster         bool
+	clusterSubjects []string
+	clusterUp       string
+	deletes         int
 }
 
 // result is what one leg measured. Err set means the leg did not complete; notAvailable means the
@@ -61,7 +68,7 @@ type result struct {
 
 func main() {
 	var cfg config
-	var subjects string
+	var subjects, modes, clusterSubjects string
 	flag.StringVar(&cfg.endpoint, "runtime-endpoint", "", "CRI endpoint of the containerd to use (unix:///path/containerd.sock); required")
 	flag.IntVar(&cfg.runtimePID, "runtime-pid", 0, "pid of that containerd, to report its CPU and memory (optional)")
 	flag.StringVar(&cfg.stateDir, "state-dir", "", "where subjects get their root and manifest dirs (default: a temp dir, removed)")
@@ -70,6 +77,11 @@ func main() {
 	flag.StringVar(&cfg.nodelet, "nodelet", "_output/bin/nodelet", "nodelet binary")
 	flag.IntVar(&cfg.readOnlyPort, "read-only-port", 10255, "read-only port the agents serve /pods on")
 	flag.StringVar(&cfg.nodeName, "node-name", "bench-node", "node name given to the agents")
+	flag.StringVar(&modes, "modes", "standalone,cluster", "standalone (agents on a manifest dir), cluster (agents in their own test cluster), or both, in that order")
+	flag.BoolVar(&cfg.cluster, "cluster", false, "cluster legs only (same as -modes cluster)")
+	flag.StringVar(&clusterSubjects, "cluster-subjects", "upstream,nodelet", "agents to run in cluster mode, in order")
+	flag.StringVar(&cfg.clusterUp, "cluster-up", "hack/cluster-up.sh", "cluster-up script (cluster-down.sh is next to it)")
+	flag.IntVar(&cfg.deletes, "deletes", 3, "cluster mode: pods deleted through the API (median reported)")
 	flag.IntVar(&cfg.pods, "pods", 20, "sequential pods (latency percentiles)")
 	flag.IntVar(&cfg.burst, "burst", 50, "pods written at once")
 	flag.DurationVar(&cfg.idle, "idle", 60*time.Second, "idle window for the CPU measurement")
@@ -96,6 +108,29 @@ func main() {
 		}
 		if !set["doc"] {
 			cfg.doc = ""
+		}
+		if !set["deletes"] {
+			cfg.deletes = 1
+		}
+	}
+	if cfg.cluster {
+		modes = "cluster"
+	}
+	for _, m := range strings.Split(modes, ",") {
+		switch strings.TrimSpace(m) {
+		case "standalone":
+			cfg.standalone = true
+		case "cluster":
+			cfg.cluster = true
+		case "":
+		default:
+			fmt.Fprintf(os.Stderr, "bench: unknown mode %q (standalone, cluster)\n", m)
+			os.Exit(2)
+		}
+	}
+	for _, s := range strings.Split(clusterSubjects, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.clusterSubjects = append(cfg.clusterSubjects, s)
 		}
 	}
 	if cfg.endpoint == "" {
@@ -139,39 +174,77 @@ func run(ctx context.Context, cfg config) (int, error) {
 	}
 
 	env := describeEnv(ctx, cfg, cri)
-	var results []*result
 	failed := false
-	for _, s := range cfg.subjects {
-		r := runLeg(ctx, cfg, cri, s)
-		results = append(results, r)
-		if r.err != nil {
-			failed = true
-			logf("%s: FAILED: %v", s, r.err)
+	if cfg.standalone {
+		var results []*result
+		legFailed := false
+		for _, s := range cfg.subjects {
+			r := runLeg(ctx, cfg, cri, s)
+			results = append(results, r)
+			if r.err != nil {
+				legFailed = true
+				logf("%s: FAILED: %v", s, r.err)
+			}
+			if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
+				return 1, err
+			}
+			removeBenchLogs()
+			if ctx.Err() != nil {
+				return 1, ctx.Err()
+			}
 		}
-		if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
+		section := render(cfg, env, results)
+		fmt.Println(section)
+		if err := maybeUpdate(cfg, legFailed, beginMarker, endMarker, section); err != nil {
 			return 1, err
 		}
-		removeBenchLogs()
-		if ctx.Err() != nil {
-			return 1, ctx.Err()
-		}
+		failed = failed || legFailed
 	}
-
-	section := render(cfg, env, results)
-	fmt.Println(section)
-	if cfg.doc != "" {
-		if failed {
-			logf("not updating %s: a leg failed", cfg.doc)
-		} else if err := updateDoc(cfg.doc, section); err != nil {
-			return 1, err
-		} else {
-			logf("updated %s", cfg.doc)
+	if cfg.cluster {
+		var results []*clusterResult
+		legFailed := false
+		for _, s := range cfg.clusterSubjects {
+			r := runClusterLeg(ctx, cfg, s)
+			results = append(results, r)
+			if r.err != nil {
+				legFailed = true
+				logf("cluster %s: FAILED: %v", s, r.err)
+			}
+			if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
+				return 1, err
+			}
+			removeBenchLogs()
+			if ctx.Err() != nil {
+				return 1, ctx.Err()
+			}
 		}
+		section := renderCluster(cfg, env, results)
+		fmt.Println(section)
+		if err := maybeUpdate(cfg, legFailed, clusterBeginMarker, clusterEndMarker, section); err != nil {
+			return 1, err
+		}
+		failed = failed || legFailed
 	}
 	if failed {
 		return 1, errors.New("a leg failed")
 	}
 	return 0, nil
+}
+
+// maybeUpdate writes section between the markers of cfg.doc unless a leg failed or there is no doc.
+func maybeUpdate(cfg config, failed bool, begin, end, section string) error {
+	if cfg.doc == "" {
+		return nil
+	}
+	if failed {
+		logf("not updating %s (%s): a leg failed", cfg.doc, begin)
+		return nil
+	}
+	if err := updateDoc(cfg.doc, begin, end, section); err != nil {
+		return err
+	}
+	logf("updated %s (%s)", cfg.doc, begin)
+	return nil
 }
 
 func logf(format string, args ...any) {

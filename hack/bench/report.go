@@ -178,14 +178,14 @@ func oneLine(s string) string {
 
 // updateDoc replaces the text between the markers in path with section. A missing file gets a
 // bare header; a file without markers gets them appended.
-func updateDoc(path, section string) error {
+func updateDoc(path, begin, end, section string) error {
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		data = []byte("# Benchmarks\n\n")
 	} else if err != nil {
 		return err
 	}
-	out, err := replaceSection(string(data), section)
+	out, err := replaceSectionBetween(string(data), begin, end, section)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -193,6 +193,10 @@ func updateDoc(path, section string) error {
 }
 
 func replaceSection(doc, section string) (string, error) {
+	return replaceSectionBetween(doc, beginMarker, endMarker, section)
+}
+
+func replaceSectionBetween(doc, beginMarker, endMarker, section string) (string, error) {
 	block := beginMarker + "\n" + section + "\n" + endMarker
 	i := strings.Index(doc, beginMarker)
 	j := strings.Index(doc, endMarker)

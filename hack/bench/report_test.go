@@ -74,3 +74,29 @@ func TestUnescapeMount(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderCluster(t *testing.T) {
+	cfg := config{pods: 2, deletes: 1}
+	res := []*clusterResult{
+		{subject: "upstream", ready: time.Second, api: []time.Duration{time.Second, time.Second}, mirrorCapped: true, del: []time.Duration{4 * time.Second}},
+		{subject: "nodelet", ready: 500 * time.Millisecond, api: []time.Duration{200 * time.Millisecond, 300 * time.Millisecond}, mirror: 900 * time.Millisecond, del: []time.Duration{3200 * time.Millisecond}},
+	}
+	out := renderCluster(cfg, envInfo{}, res)
+	for _, want := range []string{
+		"| node start → Node Ready | 1.00 s | 500 ms | 0.50× | — | — |",
+		"| API pod → Running in the API, p50 (2 sequential) | 1.00 s | 200 ms | 0.20× | ≤ 300 ms | yes |",
+		"| static pod's mirror deleted → mirror back | > 90.00 s | 900 ms | < 0.01× | ≤ 5.00 s | yes |",
+		"| 4.00 s | 3.20 s | 0.80× | ≤ 3.50 s | yes |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	doc, err := replaceSectionBetween("# B\n\n"+beginMarker+"\nold\n"+endMarker+"\n", clusterBeginMarker, clusterEndMarker, "c")
+	if err != nil || !strings.Contains(doc, beginMarker+"\nold\n"+endMarker) || !strings.HasSuffix(doc, clusterBeginMarker+"\nc\n"+clusterEndMarker+"\n") {
+		t.Fatalf("cluster section: %q, %v", doc, err)
+	}
+	if doc, err = replaceSection(doc, "new"); err != nil || !strings.Contains(doc, clusterBeginMarker+"\nc\n") {
+		t.Fatalf("standalone section replace disturbed the cluster one: %q, %v", doc, err)
+	}
+}
