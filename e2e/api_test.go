@@ -550,8 +550,16 @@ func TestNodeAPIStandalone(t *testing.T) {
 		if len(all) > 3 {
 			t.Errorf("%d log files, want at most --container-log-max-files=3: %v", len(all), all)
 		}
-		// The current file is still read, and the runtime writes to it.
-		if got := c.get(t, logs+"?tailLines=1"); !strings.HasPrefix(got, "oops") && !strings.HasPrefix(got, "tick") {
+		// The current file is still read, and the runtime writes to it. Right
+		// after a rotation it may still be empty (only the current file is
+		// read, as upstream), so wait for the next line.
+		var got string
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			if got = c.get(t, logs+"?tailLines=1"); got != "" {
+				break
+			}
+		}
+		if !strings.HasPrefix(got, "oops") && !strings.HasPrefix(got, "tick") {
 			t.Errorf("logs after rotation: %q", got)
 		}
 	})
