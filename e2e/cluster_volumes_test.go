@@ -291,31 +291,6 @@ func buildAPICheckImage(t *testing.T, rt *framework.Runtime) string {
 	return image
 }
 
-// requireAPIPods skips the test while nodelet cannot run API pods yet (the
-// API pod source is being built): it starts nodelet once and looks at why
-// it stopped.
-func requireAPIPods(t *testing.T, n *framework.Nodelet) {
-	t.Helper()
-	cmd := exec.Command(n.Bin, n.Args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-		if strings.Contains(out.String(), "not implemented yet") {
-			t.Skipf("nodelet cannot run API pods yet:\n%s", lastLines(out.String(), 3))
-		}
-		t.Fatalf("nodelet exited at start:\n%s", lastLines(out.String(), 20))
-	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Signal(os.Interrupt)
-		<-done
-	}
-}
-
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
@@ -330,7 +305,6 @@ func TestServiceAccountVolumeInPod(t *testing.T) {
 	rt := framework.StartRuntime(t)
 	image := buildAPICheckImage(t, rt)
 	n := framework.NewNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig)
-	requireAPIPods(t, n)
 	n.Start()
 
 	manifest := fmt.Sprintf(`apiVersion: v1
