@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +72,7 @@ func gcSetup(t *testing.T) *gcEnv {
 		t.Fatal(err)
 	}
 	// Owner pid, so a later run can tear this down if this process dies without its cleanups.
-	if err := os.WriteFile(filepath.Join(dir, "gc-owner"), []byte(gcOwnerID(os.Getpid())), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "gc-owner"), []byte(framework.OwnerID(os.Getpid())), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	img := filepath.Join(dir, "disk.img") // on /tmp's filesystem, beside the mount point
@@ -566,7 +565,7 @@ func gcSweepStale(t *testing.T, repo string) {
 		owner := strings.TrimSpace(string(b))
 		pid, _, _ := strings.Cut(owner, " ")
 		var n int
-		if _, err := fmt.Sscan(pid, &n); err != nil || gcOwnerID(n) == owner {
+		if _, err := fmt.Sscan(pid, &n); err != nil || framework.OwnerID(n) == owner {
 			continue // owner alive
 		}
 		t.Logf("tearing down stale %s", dir)
@@ -574,21 +573,4 @@ func gcSweepStale(t *testing.T, repo string) {
 		gcTeardownLoop(t, filepath.Join(dir, "root"), filepath.Join(dir, "disk.img"), "")
 		os.RemoveAll(dir)
 	}
-}
-
-// gcOwnerID is "PID STARTTIME" of a live process, "" otherwise.
-func gcOwnerID(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	return fmt.Sprintf("%d %s", pid, f[19])
 }

@@ -103,7 +103,7 @@ func LaunchRuntime() (rt *Runtime, stop func() error, err error) {
 	}
 	// Who owns this runtime, so that a later run can tear it down if this process dies without
 	// running its cleanups (killed by go test's -timeout, say) instead of leaking containerd.
-	if err := os.WriteFile(filepath.Join(dir, runtimeOwnerFile), []byte(runtimeOwnerID(os.Getpid())), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runtimeOwnerFile), []byte(OwnerID(os.Getpid())), 0o644); err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("runtime owner file: %w", err)
 	}
@@ -249,16 +249,16 @@ func runtimeSweepStale(root string) {
 		owner := strings.TrimSpace(string(b))
 		pidStr, _, _ := strings.Cut(owner, " ")
 		pid, err := strconv.Atoi(pidStr)
-		if err != nil || runtimeOwnerID(pid) == owner {
+		if err != nil || OwnerID(pid) == owner {
 			continue // owner still alive
 		}
 		_ = runtimeDown(root, dir)
 	}
 }
 
-// runtimeOwnerID identifies a process as "PID STARTTIME": the start time tells a live owner from
+// OwnerID identifies a process as "PID STARTTIME": the start time tells a live owner from
 // an unrelated process that got the same pid later. "" when pid is not running.
-func runtimeOwnerID(pid int) string {
+func OwnerID(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return ""

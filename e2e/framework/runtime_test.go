@@ -87,11 +87,11 @@ func TestRepoRoot(t *testing.T) {
 }
 
 func TestRuntimeOwnerID(t *testing.T) {
-	me := runtimeOwnerID(os.Getpid())
+	me := OwnerID(os.Getpid())
 	if !strings.HasPrefix(me, strconv.Itoa(os.Getpid())+" ") || me == strconv.Itoa(os.Getpid())+" " {
-		t.Errorf("runtimeOwnerID(self) = %q", me)
+		t.Errorf("OwnerID(self) = %q", me)
 	}
-	if got := runtimeOwnerID(1 << 30); got != "" {
-		t.Errorf("runtimeOwnerID(no such pid) = %q, want empty", got)
+	if got := OwnerID(1 << 30); got != "" {
+		t.Errorf("OwnerID(no such pid) = %q, want empty", got)
 	}
 }
