@@ -44,9 +44,16 @@ func main() {
 		os.Exit(2)
 	}
 
+	stopProfile, err := startCPUProfile()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nodelet:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, opts); err != nil {
+	err = run(ctx, opts)
+	stopProfile()
+	if err != nil {
 		klog.ErrorS(err, "nodelet failed")
 		klog.Flush()
 		os.Exit(1)
