@@ -25,6 +25,7 @@ import (
 
 	"github.com/nodelet/nodelet/e2e/framework"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
@@ -37,6 +38,21 @@ func kubeClient(t *testing.T, kubeconfig string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// nodeletClient is nodelet's own API client (pkg/kube) for kubeconfig: what
+// the product uses, against the real API server.
+func nodeletClient(t *testing.T, kubeconfig string) kube.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kube.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +79,7 @@ func apiAccessVolume(t *testing.T, pod *v1.Pod) string {
 func TestProjectedVolumeProviderAsNode(t *testing.T) {
 	cluster := framework.StartCluster(t, framework.NodeName)
 	admin := kubeClient(t, cluster.AdminKubeconfig)
-	node := kubeClient(t, cluster.NodeKubeconfig)
+	node := nodeletClient(t, cluster.NodeKubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 

@@ -5,11 +5,10 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
@@ -24,7 +23,7 @@ type clusterEnv struct {
 	opts     *options.Options
 	nodeName string
 	hostIP   string
-	client   kubernetes.Interface
+	client   kube.Interface
 
 	// Filled by run as the parts they come from are built.
 	pods           *pod.Manager
@@ -55,7 +54,7 @@ func newClusterEnv(opts *options.Options, nodeName, hostIP string) (*clusterEnv,
 	}
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	cfg.UserAgent = "nodelet/" + version
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("API client: %w", err)
 	}
@@ -66,7 +65,7 @@ func newClusterEnv(opts *options.Options, nodeName, hostIP string) (*clusterEnv,
 // log. The broadcaster queues and retries, so an API outage never blocks a
 // pod worker that records an event.
 func (c *clusterEnv) startEventSink(b record.EventBroadcaster) {
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+	b.StartRecordingToSink(kube.EventSink{Client: c.client})
 }
 
 // runners returns the long-running cluster parts to start with nodelet.

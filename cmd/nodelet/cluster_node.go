@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/node"
 )
 
@@ -58,14 +58,14 @@ func (c *clusterEnv) nodeRunner() (func(context.Context), error) {
 // client-side rate limit, as upstream's heartbeat client: a burst of pod
 // traffic on the shared client must not delay the heartbeat until the node
 // looks dead. pkg/node bounds each of its calls with a deadline.
-func (c *clusterEnv) heartbeatClient() (kubernetes.Interface, error) {
+func (c *clusterEnv) heartbeatClient() (kube.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.opts.KubeconfigPath)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig %s: %w", c.opts.KubeconfigPath, err)
 	}
 	cfg.QPS = -1 // no rate limiter
 	cfg.UserAgent = "nodelet/" + version
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat API client: %w", err)
 	}

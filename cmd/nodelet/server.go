@@ -16,10 +16,10 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/logs"
 	"github.com/nodelet/nodelet/pkg/metrics"
 	"github.com/nodelet/nodelet/pkg/options"
@@ -39,8 +39,8 @@ type apiServerDeps struct {
 	podList  func() []*v1.Pod
 	health   []server.HealthCheck
 	gatherer prometheus.Gatherer
-	// kube is the API client; nil when standalone.
-	kube kubernetes.Interface
+	// client is the API client; nil when standalone.
+	client kube.Interface
 }
 
 // errNoNodeAPI says why the node API is not served; run logs it and goes on.
@@ -69,7 +69,7 @@ func newAPIServer(opts *options.Options, d apiServerDeps) (*server.Server, error
 	if addr == "" {
 		return nil, fmt.Errorf("%w: --enable-server=false", errNoNodeAPI)
 	}
-	auth, clientCAs, err := nodeAuth(opts, d.nodeName, d.kube)
+	auth, clientCAs, err := nodeAuth(opts, d.nodeName, d.client)
 	if err != nil {
 		return nil, err
 	}
@@ -88,11 +88,11 @@ func newAPIServer(opts *options.Options, d apiServerDeps) (*server.Server, error
 
 // nodeAuth builds authentication and authorization from --client-ca-file,
 // --authentication-token-webhook, --anonymous-auth and
-// --authorization-mode (or their KubeletConfiguration fields). kube is the
+// --authorization-mode (or their KubeletConfiguration fields). client is the
 // API client the webhooks ask; nil when standalone.
-func nodeAuth(opts *options.Options, nodeName string, kube kubernetes.Interface) (server.Auth, *x509.CertPool, error) {
+func nodeAuth(opts *options.Options, nodeName string, client kube.Interface) (server.Auth, *x509.CertPool, error) {
 	webhookAuthz := opts.AuthorizationMode == options.AuthorizationModeWebhook
-	if kube == nil && (opts.WebhookAuthentication || webhookAuthz) {
+	if client == nil && (opts.WebhookAuthentication || webhookAuthz) {
 		return server.Auth{}, nil, fmt.Errorf("%w: --authentication-token-webhook and --authorization-mode=Webhook need --kubeconfig; "+
 			"set authentication.webhook.enabled=false and authorization.mode=AlwaysAllow (with --client-ca-file) to serve it standalone", errNoNodeAPI)
 	}
@@ -107,7 +107,7 @@ func nodeAuth(opts *options.Options, nodeName string, kube kubernetes.Interface)
 		auth.Authenticators.List = append(auth.Authenticators.List, server.X509Authenticator(pool))
 	}
 	if opts.WebhookAuthentication {
-		reviews := kube.AuthenticationV1().TokenReviews()
+		reviews := client.TokenReviews()
 		auth.Authenticators.List = append(auth.Authenticators.List, server.TokenAuthenticator(
 			func(ctx context.Context, r *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error) {
 				return reviews.Create(ctx, r, metav1.CreateOptions{})
@@ -118,7 +118,7 @@ func nodeAuth(opts *options.Options, nodeName string, kube kubernetes.Interface)
 	}
 	switch opts.AuthorizationMode {
 	case options.AuthorizationModeWebhook:
-		sars := kube.AuthorizationV1().SubjectAccessReviews()
+		sars := client.SubjectAccessReviews()
 		auth.Authorizer = server.SubjectAccessReviewAuthorizer(
 			func(ctx context.Context, r *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
 				return sars.Create(ctx, r, metav1.CreateOptions{})

@@ -11,10 +11,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodelet/nodelet/pkg/kube"
+	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/server"
 )
@@ -98,11 +99,11 @@ func TestNodeAuthFromKubeletConfiguration(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := loadOptions(t, tc.config, tc.flags...)
-			var kube kubernetes.Interface // nil: standalone
+			var client kube.Interface // nil: standalone
 			if tc.kube {
-				kube = fakeAPIServer()
+				client = kubefake.Wrap(fakeAPIServer())
 			}
-			auth, _, err := nodeAuth(opts, opts.Hostname, kube)
+			auth, _, err := nodeAuth(opts, opts.Hostname, client)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,10 +22,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/mirror"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
@@ -46,7 +46,7 @@ type Options struct {
 // Manager syncs pod statuses to the API server. Its methods never block on
 // the network: they store and queue, and Run's workers write.
 type Manager struct {
-	client kubernetes.Interface
+	client kube.Interface
 	pods   *pod.Manager
 	opts   Options
 	queue  workqueue.TypedRateLimitingInterface[types.UID]
@@ -80,7 +80,7 @@ type written struct {
 // NewManager returns a Manager writing through client; pods is the node's
 // pod manager, whose API pods and mirror pods (with their API status, from
 // the watch) are the targets.
-func NewManager(client kubernetes.Interface, pods *pod.Manager, opts Options) *Manager {
+func NewManager(client kube.Interface, pods *pod.Manager, opts Options) *Manager {
 	if opts.ReconcilePeriod <= 0 {
 		opts.ReconcilePeriod = 10 * time.Second
 	}
@@ -293,7 +293,7 @@ func (m *Manager) sync(ctx context.Context, uid types.UID) error {
 			return err
 		}
 		if patch != nil {
-			updated, err := m.client.CoreV1().Pods(t.Namespace).Patch(ctx, t.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+			updated, err := m.client.Pods(t.Namespace).Patch(ctx, t.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 			switch {
 			case apierrors.IsNotFound(err):
 				klog.V(3).InfoS("Pod gone from the API; status not written", "pod", klog.KObj(t), "uid", t.UID)
@@ -353,7 +353,7 @@ func deletable(p *v1.Pod) bool {
 // that pod's.
 func (m *Manager) deletePod(ctx context.Context, p *v1.Pod) error {
 	grace := int64(0)
-	err := m.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+	err := m.client.Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: &grace,
 		Preconditions:      metav1.NewUIDPreconditions(string(p.UID)),
 	})

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
@@ -51,7 +52,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 			h.pods.AddOrUpdatePod(p)
 		}
 	}
-	h.m = NewManager(h.client, h.pods, Options{RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, ReconcilePeriod: time.Hour})
+	h.m = NewManager(kubefake.Wrap(h.client), h.pods, Options{RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, ReconcilePeriod: time.Hour})
 	return h
 }
 

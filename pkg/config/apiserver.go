@@ -14,10 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/kube"
 )
 
 // APISource feeds the merger with the pods the API server has bound to this
@@ -62,9 +63,9 @@ type sentPod struct {
 
 // NewAPISource builds the source of the pods bound to nodeName. Nothing is
 // listed before Run.
-func NewAPISource(client kubernetes.Interface, nodeName string, out chan<- PodUpdate) *APISource {
+func NewAPISource(client kube.Interface, nodeName string, out chan<- PodUpdate) *APISource {
 	selector := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
-	pods := client.CoreV1().Pods(metav1.NamespaceAll)
+	pods := client.Pods(metav1.NamespaceAll)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector

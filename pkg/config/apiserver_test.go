@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
@@ -95,7 +96,7 @@ func expectNoUpdate(t *testing.T, ch <-chan PodUpdate) {
 func TestAPISourceInitialSetThenIncrements(t *testing.T) {
 	client := fake.NewClientset(apiPod("a", "u1", "1", "n"), apiPod("b", "u2", "1", "n"))
 	ch := make(chan PodUpdate, 10)
-	src := NewAPISource(client, "n", ch)
+	src := NewAPISource(kubefake.Wrap(client), "n", ch)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { src.Run(ctx); close(done) }()
@@ -139,7 +140,7 @@ func TestAPISourceEmptyNodeIsReady(t *testing.T) {
 	ch := make(chan PodUpdate, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go NewAPISource(client, "n", ch).Run(ctx)
+	go NewAPISource(kubefake.Wrap(client), "n", ch).Run(ctx)
 	if u := recvUpdate(t, ch); u.Op != SET || len(u.Pods) != 0 {
 		t.Fatalf("first update = %s %v, want an empty SET", u.Op, u.Pods)
 	}
@@ -152,7 +153,7 @@ func TestAPISourceThroughMerger(t *testing.T) {
 	m := NewMerger(Incremental)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src := NewAPISource(client, "n", m.Channel(pod.ApiserverSource))
+	src := NewAPISource(kubefake.Wrap(client), "n", m.Channel(pod.ApiserverSource))
 	go m.Run(ctx)
 	go src.Run(ctx)
 
@@ -224,7 +225,7 @@ func TestAPISourceRetriesUntilAnswered(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	begin := time.Now()
-	go NewAPISource(client, "n", ch).Run(ctx)
+	go NewAPISource(kubefake.Wrap(client), "n", ch).Run(ctx)
 	u := recvUpdate(t, ch)
 	if u.Op != SET || len(u.Pods) != 1 {
 		t.Fatalf("first = %s %v", u.Op, u.Pods)

@@ -12,8 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodelet/nodelet/pkg/kube"
 )
 
 // MaxManifestSize caps one manifest file or URL body. A pod manifest is a few
@@ -35,7 +36,7 @@ var (
 // those into warnings: a manifest written for a newer API version must still
 // run (the upstream kubelet ignores such fields too), but a typo like
 // "contianers" deserves a mention.
-var strictDeserializer = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+var strictDeserializer = serializer.NewCodecFactory(kube.Scheme, serializer.EnableStrict).UniversalDeserializer()
 
 // Manifest is one decoded manifest.
 type Manifest struct {

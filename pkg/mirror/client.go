@@ -11,10 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
@@ -45,7 +45,7 @@ const (
 // a pod already there leaves it alone (the informer reports it and the static
 // pod's next sync judges it), so concurrent attempts converge.
 type Client struct {
-	client   kubernetes.Interface
+	client   kube.Interface
 	nodeName string
 	pods     *pod.Manager
 	now      func() time.Time
@@ -67,7 +67,7 @@ type task struct {
 
 // NewClient returns a Client for the node's mirror pods. pods is the node's
 // pod manager, where the worker looks up the current static pods and mirrors.
-func NewClient(client kubernetes.Interface, nodeName string, pods *pod.Manager) *Client {
+func NewClient(client kube.Interface, nodeName string, pods *pod.Manager) *Client {
 	return &Client{
 		client:   client,
 		nodeName: nodeName,
@@ -186,7 +186,7 @@ func (c *Client) apply(ctx context.Context, static, mirror *v1.Pod, act Action) 
 		return err
 	}
 	m := Build(static, c.nodeName, nodeUID)
-	created, err := c.client.CoreV1().Pods(m.Namespace).Create(ctx, m, metav1.CreateOptions{})
+	created, err := c.client.Pods(m.Namespace).Create(ctx, m, metav1.CreateOptions{})
 	c.noteCall(err)
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -235,7 +235,7 @@ func (c *Client) deleteOrphan(ctx context.Context, uid types.UID) error {
 // the pod of that name is still p.
 func (c *Client) deletePod(ctx context.Context, p *v1.Pod) error {
 	grace := int64(0)
-	err := c.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+	err := c.client.Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: &grace,
 		Preconditions:      metav1.NewUIDPreconditions(string(p.UID)),
 	})
@@ -255,7 +255,7 @@ func (c *Client) nodeUIDOf(ctx context.Context) (types.UID, error) {
 	if uid != "" {
 		return uid, nil
 	}
-	node, err := c.client.CoreV1().Nodes().Get(ctx, c.nodeName, metav1.GetOptions{})
+	node, err := c.client.Nodes().Get(ctx, c.nodeName, metav1.GetOptions{})
 	c.noteCall(err)
 	if apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("node %s is not registered yet; mirror pods need it as owner: %w", c.nodeName, err)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
@@ -64,7 +65,7 @@ func getMirror(t *testing.T, c *fake.Clientset) *v1.Pod {
 
 func TestSyncMirrorCreates(t *testing.T) {
 	c := newFake(node("n-uid"))
-	mc := NewClient(c, "node1", pod.NewManager())
+	mc := NewClient(kubefake.Wrap(c), "node1", pod.NewManager())
 	static := staticPod("s1", "h1")
 
 	if err := mc.SyncMirror(context.Background(), static, nil); err != nil {
@@ -101,7 +102,7 @@ func TestSyncMirrorReplaces(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newFake(node("n-uid"), tc.mirror.DeepCopy())
-			mc := NewClient(c, "node1", pod.NewManager())
+			mc := NewClient(kubefake.Wrap(c), "node1", pod.NewManager())
 			if err := mc.SyncMirror(context.Background(), tc.static, tc.mirror); err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +132,7 @@ func TestSyncMirrorRetriesUntilNodeExists(t *testing.T) {
 	pods := pod.NewManager()
 	static := staticPod("s1", "h1")
 	pods.AddOrUpdatePod(static)
-	mc := NewClient(c, "node1", pods)
+	mc := NewClient(kubefake.Wrap(c), "node1", pods)
 	err := mc.SyncMirror(context.Background(), static, nil)
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("err = %v, want the Node's NotFound", err)
@@ -166,7 +167,7 @@ func TestSyncMirrorUnreachableQueues(t *testing.T) {
 		calls.Add(1)
 		return true, nil, errors.New("connection refused")
 	})
-	mc := NewClient(c, "node1", pod.NewManager())
+	mc := NewClient(kubefake.Wrap(c), "node1", pod.NewManager())
 	static := staticPod("s1", "h1")
 	if err := mc.SyncMirror(context.Background(), static, nil); err == nil {
 		t.Fatal("no error from an unreachable API server")
@@ -196,7 +197,7 @@ func TestDeleteMirrorOrphans(t *testing.T) {
 	pods.AddOrUpdatePod(staticPod("s1", "h1")) // kept's static pod came back
 	pods.AddOrUpdatePod(orphan)
 	pods.AddOrUpdatePod(kept)
-	mc := NewClient(c, "node1", pods)
+	mc := NewClient(kubefake.Wrap(c), "node1", pods)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})

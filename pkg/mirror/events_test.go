@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
@@ -23,7 +23,7 @@ func recordOne(t *testing.T, pods *pod.Manager, obj runtime.Object) *v1.Event {
 	got := make(chan *v1.Event, 1)
 	w := b.StartEventWatcher(func(e *v1.Event) { got <- e })
 	defer w.Stop()
-	rec := NewEventRecorder(b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "nodelet"}), pods)
+	rec := NewEventRecorder(b.NewRecorder(kube.Scheme, v1.EventSource{Component: "nodelet"}), pods)
 	rec.Eventf(obj, v1.EventTypeNormal, "Started", "Started container %s", "c")
 	select {
 	case e := <-got:

@@ -11,13 +11,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/kube"
 )
 
 // Until the node is first reported Ready, the status is recomputed every
@@ -35,11 +37,11 @@ const (
 // Clients are the API clients of a Controller.
 type Clients struct {
 	// Client watches the Node.
-	Client kubernetes.Interface
+	Client kube.Interface
 	// Heartbeat registers the Node, patches its status and renews the
 	// Lease; nil means Client. Upstream gives it no client-side rate limit,
 	// so that a burst of pod traffic never delays the node's heartbeat.
-	Heartbeat kubernetes.Interface
+	Heartbeat kube.Interface
 }
 
 // Controller registers the Node, keeps its status current and, through its
@@ -48,8 +50,8 @@ type Clients struct {
 // Node is registered again at once.
 type Controller struct {
 	cfg      Config
-	client   kubernetes.Interface // watch
-	hb       kubernetes.Interface // writes
+	client   kube.Interface // watch
+	hb       kube.Interface // writes
 	facts    FactSource
 	recorder record.EventRecorder
 	ref      *v1.ObjectReference
@@ -92,7 +94,7 @@ func NewController(cfg Config, clients Clients, facts FactSource, recorder recor
 		now:  time.Now,
 		poke: make(chan struct{}, 1),
 	}
-	c.lease, err = NewLeaseController(clients.Heartbeat.CoordinationV1(), cfg, c.nodeUID)
+	c.lease, err = NewLeaseController(clients.Heartbeat, cfg, c.nodeUID)
 	if err != nil {
 		return nil, err
 	}
@@ -154,11 +156,7 @@ func (c *Controller) Run(ctx context.Context) {
 	ctx = klog.NewContext(ctx, logger)
 	c.event(v1.EventTypeNormal, EventStarting, "Starting nodelet.")
 
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.cfg.NodeName).String()
-		}))
-	inf := factory.Core().V1().Nodes().Informer()
+	inf := c.nodeInformer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.observe,
 		UpdateFunc: func(_, obj any) { c.observe(obj) },
@@ -166,13 +164,30 @@ func (c *Controller) Run(ctx context.Context) {
 	}); err != nil {
 		logger.Error(err, "Cannot watch the Node; a deleted Node comes back only when a status patch fails")
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-
 	var wg wait.Group
 	defer wg.Wait()
+	wg.StartWithContext(ctx, inf.RunWithContext)
 	wg.StartWithContext(ctx, c.lease.Run)
 	c.statusLoop(ctx)
+}
+
+// nodeInformer watches this node's Node only: a field selector on the
+// name, which the Node authorizer allows.
+func (c *Controller) nodeInformer() cache.SharedIndexInformer {
+	nodes := c.client.Nodes()
+	selector := fields.OneTermEqualSelector("metadata.name", c.cfg.NodeName).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return nodes.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return nodes.Watch(ctx, o)
+		},
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, c.client), &v1.Node{},
+		cache.SharedIndexInformerOptions{ObjectDescription: "node " + c.cfg.NodeName})
 }
 
 // observe records the Node the watch saw, so the next status pass patches
@@ -267,7 +282,7 @@ func (c *Controller) syncOnce(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.callTimeout())
 	defer cancel()
-	patched, err := c.hb.CoreV1().Nodes().Patch(cctx, c.cfg.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	patched, err := c.hb.Nodes().Patch(cctx, c.cfg.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			c.forget(n.UID)
@@ -296,7 +311,7 @@ func (c *Controller) reported(ctx context.Context, old []v1.NodeCondition, st v1
 // its default labels), or, with RegisterNode off, only reads it.
 func (c *Controller) register(ctx context.Context, facts Facts) (*v1.Node, error) {
 	logger := klog.FromContext(ctx)
-	nodes := c.hb.CoreV1().Nodes()
+	nodes := c.hb.Nodes()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.callTimeout())
 	defer cancel()
 	if !c.cfg.RegisterNode {

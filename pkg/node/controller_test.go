@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 )
 
 // harness runs a Controller on a fake clientset. The fake API server does
@@ -46,7 +48,7 @@ func newHarness(t *testing.T, cfg Config, objects ...runtime.Object) *harness {
 		cfg = testConfig()
 	}
 	cfg.StatusUpdateFrequency = 50 * time.Millisecond
-	ctrl, err := NewController(cfg, Clients{Client: h.client}, FactFunc(func(context.Context) Facts {
+	ctrl, err := NewController(cfg, Clients{Client: kubefake.Wrap(h.client)}, FactFunc(func(context.Context) Facts {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.facts

@@ -10,8 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/kube"
 )
 
 // DesiredLease is existing (nil: none yet) renewed at now: held by the node
@@ -44,11 +45,16 @@ func DesiredLease(existing *coordinationv1.Lease, nodeName string, nodeUID types
 	return l
 }
 
+// LeasesGetter is where a LeaseController finds the Lease.
+type LeasesGetter interface {
+	Leases(namespace string) kube.LeaseClient
+}
+
 // LeaseController renews the node's Lease in kube-node-lease: the heartbeat
 // the node lifecycle controller watches. One goroutine, run by Run; it never
 // blocks anything else and retries failures with backoff.
 type LeaseController struct {
-	leases   coordclient.LeasesGetter
+	leases   LeasesGetter
 	nodeName string
 	duration int32
 	renew    time.Duration
@@ -66,7 +72,7 @@ type LeaseController struct {
 // NewLeaseController renews the Lease of cfg.NodeName every
 // cfg.RenewInterval(). nodeUID returns the Node's UID for the owner
 // reference ("" while unknown).
-func NewLeaseController(leases coordclient.LeasesGetter, cfg Config, nodeUID func() types.UID) (*LeaseController, error) {
+func NewLeaseController(leases LeasesGetter, cfg Config, nodeUID func() types.UID) (*LeaseController, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 )
 
 func TestDesiredLease(t *testing.T) {
@@ -58,7 +60,7 @@ func TestDesiredLease(t *testing.T) {
 
 func newTestLease(t *testing.T, client *fake.Clientset, uid types.UID) (*LeaseController, *time.Time) {
 	t.Helper()
-	lc, err := NewLeaseController(client.CoordinationV1(), testConfig(), func() types.UID { return uid })
+	lc, err := NewLeaseController(kubefake.Wrap(client), testConfig(), func() types.UID { return uid })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestLeaseRunRetriesAnOutage(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	lc, err := NewLeaseController(client.CoordinationV1(), testConfig(), nil)
+	lc, err := NewLeaseController(kubefake.Wrap(client), testConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

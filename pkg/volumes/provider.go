@@ -10,10 +10,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
@@ -27,7 +27,7 @@ type PodLookup interface {
 type Options struct {
 	// Client reads config maps and secrets and requests tokens, with the
 	// node's credentials. Required.
-	Client kubernetes.Interface
+	Client kube.Interface
 	// RootDir is nodelet's root directory; volumes live under
 	// RootDir/pods/<uid>/volumes. Required.
 	RootDir string
@@ -54,7 +54,7 @@ const refreshTimeout = 30 * time.Second
 // Provider makes projected volumes and keeps them current. It implements
 // podsync.VolumeProvider. Safe for concurrent use.
 type Provider struct {
-	client  kubernetes.Interface
+	client  kube.Interface
 	rootDir string
 	pods    PodLookup
 	resync  time.Duration
@@ -274,11 +274,11 @@ func hasProjected(pod *v1.Pod) bool {
 // The projector the Provider renders with: the API server, as the node.
 
 func (p *Provider) configMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
-	return p.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	return p.client.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 func (p *Provider) secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
-	return p.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	return p.client.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 func (p *Provider) token(ctx context.Context, pod *v1.Pod, t *v1.ServiceAccountTokenProjection) (string, error) {

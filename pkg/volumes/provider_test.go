@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
@@ -60,7 +61,7 @@ func newProviderHarness(t *testing.T) *providerHarness {
 	srv.install(client)
 	pods := &fakePods{pods: map[types.UID]*v1.Pod{}}
 	root := t.TempDir()
-	p, err := NewProvider(Options{Client: client, RootDir: root, Pods: pods, Clock: clk})
+	p, err := NewProvider(Options{Client: kubefake.Wrap(client), RootDir: root, Pods: pods, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

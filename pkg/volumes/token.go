@@ -10,9 +10,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/nodelet/nodelet/pkg/kube"
 )
 
 // DefaultTokenExpirationSeconds is the lifetime asked for when a projection
@@ -33,7 +34,7 @@ const (
 // TokenRequest API and caches each until it is due for renewal. Safe for
 // concurrent use.
 type TokenManager struct {
-	client kubernetes.Interface
+	client kube.Interface
 	clock  clock.Clock
 
 	mu    sync.Mutex
@@ -55,7 +56,7 @@ type cachedToken struct {
 
 // NewTokenManager returns a TokenManager using client (the node's
 // credentials) and clk (nil: the real clock).
-func NewTokenManager(client kubernetes.Interface, clk clock.Clock) *TokenManager {
+func NewTokenManager(client kube.Interface, clk clock.Clock) *TokenManager {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -76,7 +77,7 @@ func (m *TokenManager) Token(ctx context.Context, pod *v1.Pod, p *v1.ServiceAcco
 		return cached.token, nil
 	}
 
-	tr, err := m.client.CoreV1().ServiceAccounts(key.namespace).CreateToken(ctx, key.serviceAccount,
+	tr, err := m.client.ServiceAccounts(key.namespace).CreateToken(ctx, key.serviceAccount,
 		tokenRequest(pod, key), metav1.CreateOptions{})
 	if err == nil && tr.Status.Token == "" {
 		err = fmt.Errorf("empty token in the response")

@@ -16,6 +16,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 )
 
 func TestNeedsRefresh(t *testing.T) {
@@ -98,7 +100,7 @@ func TestTokenManagerRequestAndCache(t *testing.T) {
 	client := fake.NewClientset()
 	srv := &tokenServer{clock: clk}
 	srv.install(client)
-	m := NewTokenManager(client, clk)
+	m := NewTokenManager(kubefake.Wrap(client), clk)
 	ctx := context.Background()
 	pod := tokenPod()
 	proj := &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}
@@ -146,7 +148,7 @@ func TestTokenManagerKeepsValidTokenWhenRenewalFails(t *testing.T) {
 	client := fake.NewClientset()
 	srv := &tokenServer{clock: clk}
 	srv.install(client)
-	m := NewTokenManager(client, clk)
+	m := NewTokenManager(kubefake.Wrap(client), clk)
 	ctx := context.Background()
 	pod := tokenPod()
 	proj := &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](600)}
