@@ -12,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/gc"
 	"github.com/nodelet/nodelet/pkg/images"
+	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/metrics"
 	"github.com/nodelet/nodelet/pkg/mirror"
 	"github.com/nodelet/nodelet/pkg/options"
@@ -71,7 +70,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	// Events of a static pod are filed under its mirror pod, where kubectl
 	// describe looks for them.
 	pods := pod.NewManager()
-	recorder := mirror.NewEventRecorder(broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "nodelet", Host: nodeName}), pods)
+	recorder := mirror.NewEventRecorder(broadcaster.NewRecorder(kube.Scheme, v1.EventSource{Component: "nodelet", Host: nodeName}), pods)
 	nodeRef := &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
 
 	registry := prometheus.NewRegistry()
@@ -178,13 +177,13 @@ func run(ctx context.Context, opts *options.Options) error {
 	if addr := opts.ReadOnlyAddr(); addr != "" {
 		servers = append(servers, server.NewReadOnlyServer(addr, server.ReadOnlyDeps{Pods: ag.Pods, HealthChecks: healthChecks}))
 	}
-	var kube kubernetes.Interface
+	var apiClient kube.Interface
 	if cl != nil {
-		kube = cl.client
+		apiClient = cl.client
 	}
 	apiServer, rotateLogs, err := nodeAPI(opts, apiServerDeps{
 		nodeName: nodeName, hostIP: hostIP, runtime: client, pods: pods, podList: ag.Pods,
-		health: healthChecks, gatherer: registry, kube: kube,
+		health: healthChecks, gatherer: registry, client: apiClient,
 	})
 	if err != nil {
 		return err
