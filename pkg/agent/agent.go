@@ -216,6 +216,13 @@ func (a *Agent) Pods() []*v1.Pod {
 	return out
 }
 
+// PodsVersion changes whenever what Pods returns may have changed: it grows
+// with every change to the pods or their statuses. Both counters only grow,
+// so their sum changes exactly when either does.
+func (a *Agent) PodsVersion() uint64 {
+	return a.pods.Version() + a.statuses.Version()
+}
+
 // handleMirror indexes mirror pods (they are never run) and wakes the static
 // pod's worker when its mirror was deleted or changed, so a mirror deleted by
 // a user comes back within a sync, not at the next resync.

@@ -19,6 +19,9 @@ type Manager struct {
 	byFullName       map[string]*v1.Pod
 	mirrorByUID      map[types.UID]*v1.Pod
 	mirrorByFullName map[string]*v1.Pod
+	// version counts changes, so readers that render all pods (/pods) can
+	// tell that nothing changed since they last did and reuse their output.
+	version uint64
 }
 
 // NewManager returns an empty Manager.
@@ -35,6 +38,7 @@ func NewManager() *Manager {
 func (m *Manager) SetPods(pods []*v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.version++
 	m.byUID = map[types.UID]*v1.Pod{}
 	m.byFullName = map[string]*v1.Pod{}
 	m.mirrorByUID = map[types.UID]*v1.Pod{}
@@ -52,6 +56,7 @@ func (m *Manager) AddOrUpdatePod(p *v1.Pod) {
 }
 
 func (m *Manager) upsertLocked(p *v1.Pod) {
+	m.version++
 	if IsMirror(p) {
 		// A re-created mirror gets a new UID under the same full name; drop
 		// the stale UID entry so lookups by it stop resolving.
@@ -73,6 +78,7 @@ func (m *Manager) upsertLocked(p *v1.Pod) {
 func (m *Manager) RemovePod(p *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.version++
 	if IsMirror(p) {
 		if cur, ok := m.mirrorByUID[p.UID]; ok {
 			delete(m.mirrorByUID, p.UID)
@@ -88,6 +94,13 @@ func (m *Manager) RemovePod(p *v1.Pod) {
 			delete(m.byFullName, FullName(cur))
 		}
 	}
+}
+
+// Version changes (grows) with every change to the pods or mirror pods.
+func (m *Manager) Version() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.version
 }
 
 // Pods returns the regular and static pods, without mirrors.

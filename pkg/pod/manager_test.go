@@ -112,3 +112,25 @@ func TestIsStaticAndMirror(t *testing.T) {
 		}
 	}
 }
+
+// TestManagerVersion: every change moves the version (it keys /pods' cache).
+func TestManagerVersion(t *testing.T) {
+	m := NewManager()
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "ua"}}
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"add", func() { m.AddOrUpdatePod(p) }},
+		{"update", func() { m.AddOrUpdatePod(p.DeepCopy()) }},
+		{"remove", func() { m.RemovePod(p) }},
+		{"set", func() { m.SetPods([]*v1.Pod{p}) }},
+	}
+	for _, s := range steps {
+		before := m.Version()
+		s.do()
+		if m.Version() == before {
+			t.Errorf("%s: version did not change", s.name)
+		}
+	}
+}

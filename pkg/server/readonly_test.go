@@ -108,3 +108,44 @@ func TestReadOnlyRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestCachedPods: the list is encoded once per version, and a new version
+// shows the new pods.
+func TestCachedPods(t *testing.T) {
+	var version uint64
+	calls := 0
+	current := []*v1.Pod{testPod("a", v1.PodPending)}
+	h := CachedPodsHandler(func() []*v1.Pod { calls++; return current }, func() uint64 { return version })
+	get := func() v1.PodList {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/pods", nil))
+		if rec.Code != 200 {
+			t.Fatalf("code = %d", rec.Code)
+		}
+		var list v1.PodList
+		if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	steps := []struct {
+		name      string
+		change    func()
+		wantPhase v1.PodPhase
+		wantCalls int
+	}{
+		{"first request encodes", func() {}, v1.PodPending, 1},
+		{"same version reuses", func() { current = []*v1.Pod{testPod("a", v1.PodRunning)} }, v1.PodPending, 1},
+		{"new version re-encodes", func() { version++ }, v1.PodRunning, 2},
+		{"and is reused again", func() {}, v1.PodRunning, 2},
+	}
+	for _, s := range steps {
+		s.change()
+		list := get()
+		if len(list.Items) != 1 || list.Items[0].Status.Phase != s.wantPhase || calls != s.wantCalls {
+			t.Errorf("%s: items %d, phase %q, calls %d; want 1, %q, %d",
+				s.name, len(list.Items), list.Items[0].Status.Phase, calls, s.wantPhase, s.wantCalls)
+		}
+	}
+}
