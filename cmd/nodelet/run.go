@@ -175,7 +175,7 @@ func run(ctx context.Context, opts *options.Options) error {
 		servers = append(servers, server.NewServer("healthz", addr, mux))
 	}
 	if addr := opts.ReadOnlyAddr(); addr != "" {
-		servers = append(servers, server.NewReadOnlyServer(addr, server.ReadOnlyDeps{Pods: ag.Pods, HealthChecks: healthChecks}))
+		servers = append(servers, server.NewReadOnlyServer(addr, server.ReadOnlyDeps{Pods: ag.Pods, PodsVersion: ag.PodsVersion, HealthChecks: healthChecks}))
 	}
 	var apiClient kube.Interface
 	if cl != nil {
