@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/config"
+	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/status"
@@ -31,12 +32,15 @@ type PodRuntime interface {
 	// RemovePod removes what is left of a pod that stopped: dead containers
 	// and sandboxes, its directory under the root dir, its volumes.
 	RemovePod(ctx context.Context, status *runtime.PodStatus) error
+	// InSync reports, without runtime calls, whether SyncPod would do
+	// nothing given status.
+	InSync(pod *v1.Pod, status *runtime.PodStatus) bool
 }
 
 // Relister reports runtime changes and keeps the latest runtime listing.
 type Relister interface {
 	Run(ctx context.Context)
-	Changed() <-chan types.UID
+	Changed() <-chan pleg.Change
 	Snapshot() []*runtime.Pod
 }
 
@@ -76,6 +80,10 @@ type Agent struct {
 	statuses *status.Cache
 	workers  *worker.Workers
 	killer   *worker.Killer
+
+	// observed is each pod worker's last runtime read, against which
+	// relist events are checked.
+	observed observations
 
 	mu   sync.Mutex
 	seen sets.Set[string] // sources whose first update the loop has processed
@@ -124,9 +132,10 @@ func (a *Agent) Run(ctx context.Context) error {
 				return nil
 			}
 			a.handleUpdate(u)
-		case uid := <-a.relister.Changed():
-			if p, ok := a.pods.PodByUID(uid); ok {
-				a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: worker.Sync})
+		case c := <-a.relister.Changed():
+			if p, ok := a.pods.PodByUID(c.UID); ok {
+				a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: worker.Sync,
+					Relisted: &worker.Relisted{Fingerprint: c.Fingerprint, At: c.ListedAt}})
 			}
 		}
 	}
@@ -246,6 +255,7 @@ func (a *Agent) handleMirror(op config.Operation, mirror *v1.Pod) {
 // forget runs when a pod's worker is gone for good.
 func (a *Agent) forget(uid types.UID) {
 	a.statuses.Delete(uid)
+	a.observed.delete(uid)
 	if a.cluster != nil {
 		a.cluster.ForgetPod(uid)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/nodelet/nodelet/pkg/config"
+	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/status"
@@ -23,10 +24,11 @@ type fakeRuntime struct {
 	mu      sync.Mutex
 	running map[types.UID]bool
 	killed  map[types.UID]int
+	synced  map[types.UID]int
 }
 
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{running: map[types.UID]bool{}, killed: map[types.UID]int{}}
+	return &fakeRuntime{running: map[types.UID]bool{}, killed: map[types.UID]int{}, synced: map[types.UID]int{}}
 }
 
 func (f *fakeRuntime) PodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
@@ -44,6 +46,7 @@ func (f *fakeRuntime) SyncPod(_ context.Context, p *v1.Pod, _ *runtime.PodStatus
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.running[p.UID] = true
+	f.synced[p.UID]++
 	return runtime.SyncResult{}
 }
 
@@ -57,6 +60,8 @@ func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, s *runtime.PodStatus
 
 func (f *fakeRuntime) RemovePod(context.Context, *runtime.PodStatus) error { return nil }
 
+func (f *fakeRuntime) InSync(_ *v1.Pod, s *runtime.PodStatus) bool { return len(s.Containers) > 0 }
+
 func (f *fakeRuntime) count(m map[types.UID]int, uid types.UID) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -65,12 +70,12 @@ func (f *fakeRuntime) count(m map[types.UID]int, uid types.UID) int {
 
 type fakeRelister struct {
 	mu       sync.Mutex
-	changed  chan types.UID
+	changed  chan pleg.Change
 	snapshot []*runtime.Pod
 }
 
-func (r *fakeRelister) Run(ctx context.Context)   { <-ctx.Done() }
-func (r *fakeRelister) Changed() <-chan types.UID { return r.changed }
+func (r *fakeRelister) Run(ctx context.Context)     { <-ctx.Done() }
+func (r *fakeRelister) Changed() <-chan pleg.Change { return r.changed }
 func (r *fakeRelister) Snapshot() []*runtime.Pod {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -101,7 +106,7 @@ func TestAgentRunsAndRemovesPods(t *testing.T) {
 	defer cancel()
 	rt := newFakeRuntime()
 	updates := make(chan config.PodUpdate, 10)
-	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan types.UID)},
+	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan pleg.Change)},
 		updates, sets.New(pod.FileSource, pod.HTTPSource), pod.NewManager(), status.NewCache())
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
@@ -164,5 +169,34 @@ func TestLeftovers(t *testing.T) {
 	}
 	if !got.Has("unknown") || !got.Has("api-pod") || got.Has("wanted") {
 		t.Fatalf("with all sources ready: %v", sets.List(got))
+	}
+}
+
+// TestRelistEventsAlreadyObserved: a relist showing what the worker itself
+// started does not sync the pod again; one showing a change does.
+func TestRelistEventsAlreadyObserved(t *testing.T) {
+	rt := newFakeRuntime()
+	a := New(Config{}, rt, &fakeRelister{}, nil, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+	ctx := context.Background()
+	p := staticPod("a")
+	later := time.Now().Add(time.Hour)
+	steps := []struct {
+		name        string
+		work        worker.Work
+		wantSyncs   int
+		wantSkipped bool
+	}{
+		{"create", worker.Work{Pod: p, Type: worker.Create}, 1, false},
+		{"relist of the started pod", worker.Work{Pod: p, Type: worker.Sync,
+			Relisted: &worker.Relisted{Fingerprint: "s:sb=ready;c:c=running;", At: later}}, 1, true},
+		{"relist of an exit", worker.Work{Pod: p, Type: worker.Sync,
+			Relisted: &worker.Relisted{Fingerprint: "s:sb=ready;c:c=exited;", At: later}}, 2, false},
+		{"other sync", worker.Work{Pod: p, Type: worker.Sync}, 3, false},
+	}
+	for _, s := range steps {
+		res := a.syncPod(ctx, s.work)
+		if res.Skipped != s.wantSkipped || rt.count(rt.synced, "a") != s.wantSyncs {
+			t.Errorf("%s: skipped %v, syncs %d; want %v, %d", s.name, res.Skipped, rt.count(rt.synced, "a"), s.wantSkipped, s.wantSyncs)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/metrics"
+	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
@@ -18,8 +19,16 @@ import (
 
 // syncPod is the worker.SyncFunc: it runs on the pod's own goroutine.
 func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
-	defer metrics.ObservePodWorker(w.Type.String(), time.Now())
 	p := w.Pod
+	if w.Type == worker.Sync {
+		if obs, ok := a.observed.get(p.UID); skipRelisted(w.Relisted, obs, ok) {
+			// Under a burst this is most relist events: the listing shows
+			// what the worker itself started and already reported.
+			klog.V(4).InfoS("Relisted state already observed; not syncing", "pod", klog.KObj(p))
+			return worker.Result{Skipped: true}
+		}
+	}
+	defer metrics.ObservePodWorker(w.Type.String(), time.Now())
 	if a.cluster != nil && w.Type != worker.Kill && pod.IsStatic(p) {
 		// First, so a runtime slow under load never delays a deleted
 		// mirror's return; a failing mirror never holds up the pod itself.
@@ -60,11 +69,18 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 // shows what the sync just did without waiting for the next relist.
 func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[string]runtime.ContainerWaiting) *v1.PodStatus {
 	p := w.Pod
+	readAt := time.Now()
 	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
 	if err != nil {
+		a.observed.delete(p.UID)
 		klog.ErrorS(err, "Runtime status after sync", "pod", klog.KObj(p))
 		return nil
 	}
+	a.observed.set(p.UID, observation{
+		fingerprint: pleg.StatusFingerprint(rs),
+		at:          readAt,
+		inSync:      w.Type != worker.Kill && a.rt.InSync(p, rs),
+	})
 	in := status.Input{
 		Pod: p, Runtime: rs, Waiting: waiting, HostIP: a.cfg.HostIP,
 		RuntimeName: a.cfg.RuntimeName, Now: time.Now(), Killed: w.Type == worker.Kill,

@@ -8,6 +8,7 @@ package pleg
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,11 +24,23 @@ type Lister interface {
 	ListPods(ctx context.Context) ([]*runtime.Pod, error)
 }
 
+// Change reports one pod whose runtime state differs from the previous
+// listing.
+type Change struct {
+	UID types.UID
+	// Fingerprint of the pod in the listing that noticed the change ("" when
+	// the pod vanished); compare with StatusFingerprint of a pod status.
+	Fingerprint string
+	// ListedAt is when that listing had completed: the runtime state it
+	// shows is no newer than this.
+	ListedAt time.Time
+}
+
 // Relister relists the runtime every period.
 type Relister struct {
 	lister  Lister
 	period  time.Duration
-	changed chan types.UID
+	changed chan Change
 
 	mu         sync.Mutex
 	snapshot   []*runtime.Pod
@@ -37,11 +50,11 @@ type Relister struct {
 
 // New returns a Relister; Run starts it.
 func New(lister Lister, period time.Duration) *Relister {
-	return &Relister{lister: lister, period: period, changed: make(chan types.UID, 1024)}
+	return &Relister{lister: lister, period: period, changed: make(chan Change, 1024)}
 }
 
-// Changed delivers the UID of every pod whose runtime state changed.
-func (r *Relister) Changed() <-chan types.UID { return r.changed }
+// Changed delivers every pod whose runtime state changed.
+func (r *Relister) Changed() <-chan Change { return r.changed }
 
 // Run relists until ctx is done.
 func (r *Relister) Run(ctx context.Context) {
@@ -62,11 +75,12 @@ func (r *Relister) relist(ctx context.Context, last map[types.UID]string) map[ty
 	lctx, cancel := context.WithTimeout(ctx, r.period*10+5*time.Second)
 	pods, err := r.lister.ListPods(lctx)
 	cancel()
+	listedAt := time.Now()
 	r.mu.Lock()
 	r.lastErr = err
 	if err == nil {
 		r.snapshot = pods
-		r.lastRelist = time.Now()
+		r.lastRelist = listedAt
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -75,11 +89,11 @@ func (r *Relister) relist(ctx context.Context, last map[types.UID]string) map[ty
 	}
 	cur := make(map[types.UID]string, len(pods))
 	for _, p := range pods {
-		cur[p.UID] = fingerprint(p)
+		cur[p.UID] = Fingerprint(p)
 	}
 	for _, uid := range Diff(last, cur) {
 		select {
-		case r.changed <- uid:
+		case r.changed <- Change{UID: uid, Fingerprint: cur[uid], ListedAt: listedAt}:
 		case <-ctx.Done():
 			return cur
 		}
@@ -104,18 +118,40 @@ func Diff(old, cur map[types.UID]string) []types.UID {
 	return out
 }
 
-// fingerprint captures what a worker must react to: which instances exist
+// Fingerprint captures what a worker must react to: which instances exist
 // and in what state. Listing order does not matter because the CRI lists in
-// a stable order per runtime, and a reorder only costs one spurious sync.
-func fingerprint(p *runtime.Pod) string {
-	s := ""
+// a stable order per runtime (and cri sorts newest first), and a reorder
+// only costs one spurious sync.
+func Fingerprint(p *runtime.Pod) string {
+	var b strings.Builder
 	for _, sb := range p.Sandboxes {
-		s += fmt.Sprintf("s:%s=%s;", sb.ID, sb.State)
+		writeInstance(&b, "s:", sb.ID, string(sb.State))
 	}
 	for _, c := range p.Containers {
-		s += fmt.Sprintf("c:%s=%s;", c.ID, c.State)
+		writeInstance(&b, "c:", c.ID, string(c.State))
 	}
-	return s
+	return b.String()
+}
+
+// StatusFingerprint is Fingerprint of what a pod status read shows, so a
+// worker's own read can be compared with a listing.
+func StatusFingerprint(s *runtime.PodStatus) string {
+	var b strings.Builder
+	for _, sb := range s.Sandboxes {
+		writeInstance(&b, "s:", sb.ID, string(sb.State))
+	}
+	for _, c := range s.Containers {
+		writeInstance(&b, "c:", c.ID, string(c.State))
+	}
+	return b.String()
+}
+
+func writeInstance(b *strings.Builder, kind, id, state string) {
+	b.WriteString(kind)
+	b.WriteString(id)
+	b.WriteByte('=')
+	b.WriteString(state)
+	b.WriteByte(';')
 }
 
 // Snapshot returns the latest successful listing.

@@ -62,23 +62,23 @@ func TestRelisterReportsOnlyChangedPods(t *testing.T) {
 
 	got := map[types.UID]bool{}
 	for range 2 {
-		got[<-r.Changed()] = true
+		got[(<-r.Changed()).UID] = true
 	}
 	if !got["a"] || !got["b"] {
 		t.Fatalf("initial listing reported %v", got)
 	}
 	l.set(running("a", runtime.ContainerStateRunning), running("b", runtime.ContainerStateExited))
 	select {
-	case uid := <-r.Changed():
-		if uid != "b" {
-			t.Fatalf("reported %s, want b", uid)
+	case c := <-r.Changed():
+		if c.UID != "b" || c.Fingerprint != "c:b-c=exited;" || c.ListedAt.IsZero() {
+			t.Fatalf("reported %+v, want b exited", c)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("exit not noticed")
 	}
 	select {
-	case uid := <-r.Changed():
-		t.Fatalf("spurious change for %s", uid)
+	case c := <-r.Changed():
+		t.Fatalf("spurious change for %s", c.UID)
 	case <-time.After(50 * time.Millisecond):
 	}
 	if err := r.Healthy(); err != nil {
@@ -86,5 +86,35 @@ func TestRelisterReportsOnlyChangedPods(t *testing.T) {
 	}
 	if len(r.Snapshot()) != 2 {
 		t.Fatalf("snapshot has %d pods", len(r.Snapshot()))
+	}
+}
+
+// TestFingerprints: a listing and a status read of the same runtime state
+// fingerprint alike, and any instance or state change shows.
+func TestFingerprints(t *testing.T) {
+	listed := &runtime.Pod{
+		Sandboxes:  []runtime.SandboxRef{{ID: "s1", State: runtime.SandboxStateReady}},
+		Containers: []runtime.ContainerRef{{ID: "c2", State: runtime.ContainerStateRunning}, {ID: "c1", State: runtime.ContainerStateExited}},
+	}
+	status := func(sbState runtime.SandboxState, c2 string, c2State runtime.ContainerState) *runtime.PodStatus {
+		return &runtime.PodStatus{
+			Sandboxes:  []*runtime.SandboxStatus{{ID: "s1", State: sbState}},
+			Containers: []*runtime.ContainerStatus{{ID: c2, State: c2State}, {ID: "c1", State: runtime.ContainerStateExited}},
+		}
+	}
+	tests := []struct {
+		name   string
+		status *runtime.PodStatus
+		same   bool
+	}{
+		{"same state", status(runtime.SandboxStateReady, "c2", runtime.ContainerStateRunning), true},
+		{"container exited", status(runtime.SandboxStateReady, "c2", runtime.ContainerStateExited), false},
+		{"new instance", status(runtime.SandboxStateReady, "c3", runtime.ContainerStateRunning), false},
+		{"sandbox died", status(runtime.SandboxStateNotReady, "c2", runtime.ContainerStateRunning), false},
+	}
+	for _, tc := range tests {
+		if got := StatusFingerprint(tc.status) == Fingerprint(listed); got != tc.same {
+			t.Errorf("%s: equal = %v, want %v", tc.name, got, tc.same)
+		}
 	}
 }

@@ -42,6 +42,18 @@ type Work struct {
 	GracePeriod *int64
 	// Forget ends the worker once the kill is done (the pod left its source).
 	Forget bool
+	// Relisted, set only on a Sync that the relister alone asked for, is
+	// what that relist saw: the sync may skip a runtime state it already
+	// knows. Any other reason to sync clears it when requests coalesce.
+	Relisted *Relisted
+}
+
+// Relisted describes the runtime listing that noticed a pod change.
+type Relisted struct {
+	// Fingerprint of the pod in that listing (pleg.Fingerprint).
+	Fingerprint string
+	// At is when the listing had completed.
+	At time.Time
 }
 
 // Result is what a sync reports back to its worker.
@@ -49,6 +61,9 @@ type Result struct {
 	// RetryAfter asks for another sync after that long (a backoff ends).
 	RetryAfter time.Duration
 	Err        error
+	// Skipped: the sync found nothing to do without looking at the
+	// runtime; the worker keeps its timers (a pending retry stays due).
+	Skipped bool
 }
 
 // SyncFunc brings one pod to what w asks. It runs on the pod's own goroutine.
@@ -124,6 +139,13 @@ func coalesce(old, w *Work) *Work {
 	if old == nil {
 		return w
 	}
+	if old.Relisted == nil && w.Type == Sync && w.Relisted != nil {
+		// A relist adds nothing to a sync already wanted for another
+		// reason; that sync must not become skippable.
+		merged := *w
+		merged.Relisted = nil
+		w = &merged
+	}
 	switch {
 	case w.Type == Kill:
 		return w
@@ -190,6 +212,9 @@ func (ws *Workers) run(pw *podWorker) {
 		if ws.ctx.Err() != nil {
 			return
 		}
+		if res.Skipped {
+			continue
+		}
 
 		ws.mu.Lock()
 		pw.last = w
@@ -234,6 +259,7 @@ func (ws *Workers) requeueLast(pw *podWorker) {
 	if w.Type != Kill {
 		w.Type = Sync
 	}
+	w.Relisted = nil // a periodic resync is never skipped
 	pw.pending = &w
 }
 

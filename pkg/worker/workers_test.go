@@ -42,6 +42,40 @@ func TestCoalesce(t *testing.T) {
 	}
 }
 
+// TestCoalesceRelisted: a sync stays skippable only while every request
+// merged into it came from the relister.
+func TestCoalesceRelisted(t *testing.T) {
+	seen := func(fp string) *Relisted { return &Relisted{Fingerprint: fp} }
+	tests := []struct {
+		name     string
+		old      *Work
+		new      Work
+		wantType UpdateType
+		wantFP   string // "" = not skippable
+	}{
+		{"first relist", nil, Work{Type: Sync, Relisted: seen("x")}, Sync, "x"},
+		{"newer relist wins", &Work{Type: Sync, Relisted: seen("x")}, Work{Type: Sync, Relisted: seen("y")}, Sync, "y"},
+		{"plain sync then relist", &Work{Type: Sync}, Work{Type: Sync, Relisted: seen("y")}, Sync, ""},
+		{"relist then plain sync", &Work{Type: Sync, Relisted: seen("x")}, Work{Type: Sync}, Sync, ""},
+		{"create then relist", &Work{Type: Create}, Work{Type: Sync, Relisted: seen("y")}, Create, ""},
+		{"relist then update", &Work{Type: Sync, Relisted: seen("x")}, Work{Type: Update}, Update, ""},
+	}
+	for _, tc := range tests {
+		tc.new.Pod = pod("a", "1")
+		if tc.old != nil {
+			tc.old.Pod = pod("a", "1")
+		}
+		got := coalesce(tc.old, &tc.new)
+		fp := ""
+		if got.Relisted != nil {
+			fp = got.Relisted.Fingerprint
+		}
+		if got.Type != tc.wantType || fp != tc.wantFP {
+			t.Errorf("%s: got %v %q, want %v %q", tc.name, got.Type, fp, tc.wantType, tc.wantFP)
+		}
+	}
+}
+
 type recorder struct {
 	mu    sync.Mutex
 	calls []Work

@@ -52,6 +52,15 @@ type Actions struct {
 	SandboxesToRemove []string
 }
 
+// Idle reports whether the plan does nothing: nothing to kill, create,
+// start or remove, and no container waiting out a back-off (its restart
+// needs a sync when the back-off ends). A pod whose plan is idle is as its
+// spec wants, so another sync of the same runtime state would be a no-op.
+func (a Actions) Idle() bool {
+	return !a.KillPod && !a.CreateSandbox && len(a.ContainersToKill) == 0 && len(a.ContainersToStart) == 0 &&
+		len(a.ContainersInBackoff) == 0 && len(a.ContainersToRemove) == 0 && len(a.SandboxesToRemove) == 0
+}
+
 // Kill says why a container is stopped.
 type Kill struct {
 	Name   string

@@ -418,3 +418,36 @@ func TestComputeKillPodReason(t *testing.T) {
 		t.Fatalf("KillPod=%v reason=%q, want a kill with a reason", a.KillPod, a.KillPodReason)
 	}
 }
+
+// TestIdle: only a pod that runs as its spec wants plans nothing.
+func TestIdle(t *testing.T) {
+	tests := []struct {
+		name    string
+		pod     *v1.Pod
+		status  *runtime.PodStatus
+		backoff fakeBackoff
+		want    bool
+	}{
+		{"nothing runs", newPod(), nil, nil, false},
+		{"all running", newPod(), status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", running, 0, 0), ctr("b1", "b", "s1", running, 0, 0)), nil, true},
+		{"one not started", newPod(), status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", running, 0, 0)), nil, false},
+		{"one exited", newPod(), status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", running, 0, 0), ctr("b1", "b", "s1", exited, 1, 0)), nil, false},
+		{"one in back-off", newPod(), status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", running, 0, 0), ctr("b1", "b", "s1", exited, 1, 0)),
+			fakeBackoff{"b": time.Minute}, false},
+		{"sandbox dead", newPod(), status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", running, 0, 0), ctr("b1", "b", "s1", running, 0, 0)), nil, false},
+		{"spec changed", newPod(changeB), status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", running, 0, 0), ctr("b1", "b", "s1", running, 0, 0)), nil, false},
+		{"completed, sandbox still up", newPod(policy(v1.RestartPolicyNever), onlyA), status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0)), nil, false},
+		// The plan kills a finished pod again on every sync (idempotent), so it
+		// never counts as idle: its relist events keep syncing it, as before.
+		{"completed and stopped", newPod(policy(v1.RestartPolicyNever), onlyA), status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0)), nil, false},
+	}
+	for _, tc := range tests {
+		var b BackoffView
+		if tc.backoff != nil {
+			b = tc.backoff
+		}
+		if got := Compute(tc.pod, tc.status, b, t0).Idle(); got != tc.want {
+			t.Errorf("%s: Idle() = %v, want %v (plan %+v)", tc.name, got, tc.want, project(Compute(tc.pod, tc.status, b, t0)))
+		}
+	}
+}

@@ -152,6 +152,13 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodSt
 	return p.res
 }
 
+// InSync reports whether SyncPod would do nothing given status: the pod
+// runs as its spec wants (plan.Actions.Idle). Pure apart from the back-off
+// state and the clock; it makes no runtime call.
+func (s *Syncer) InSync(pod *v1.Pod, status *runtime.PodStatus) bool {
+	return plan.Compute(pod, status, s.crash, s.clock.Now()).Idle()
+}
+
 // podSync is one SyncPod pass.
 type podSync struct {
 	s      *Syncer

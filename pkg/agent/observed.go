@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/pkg/worker"
+)
+
+// observation is what a pod's worker last read from the runtime, right after
+// its sync acted.
+type observation struct {
+	// fingerprint of that read (pleg.StatusFingerprint).
+	fingerprint string
+	// at is when the read began: it shows every change made before then.
+	at time.Time
+	// inSync: the read needed no action (the pod's plan was idle), so
+	// syncing the same state again would do nothing.
+	inSync bool
+}
+
+// observations holds the latest observation per pod UID; workers write
+// their own pod's entry, so the lock is only for the map.
+type observations struct {
+	mu sync.Mutex
+	m  map[types.UID]observation
+}
+
+func (o *observations) get(uid types.UID) (observation, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	obs, ok := o.m[uid]
+	return obs, ok
+}
+
+func (o *observations) set(uid types.UID, obs observation) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[types.UID]observation{}
+	}
+	o.m[uid] = obs
+}
+
+func (o *observations) delete(uid types.UID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.m, uid)
+}
+
+// skipRelisted decides whether a sync the relister alone asked for (r) can
+// be skipped given the worker's last observation of the pod. It can when
+// that observation needed no action and the listing brings nothing newer:
+// either it shows exactly the observed state (typically the containers the
+// worker just started, seen by the next relist), or it had completed before
+// the observation began (a listing taken mid-sync, whose changes the
+// observation already includes). Anything else - a container that exited, a
+// sandbox that died, a pod whose last sync left work - is synced at once.
+func skipRelisted(r *worker.Relisted, obs observation, known bool) bool {
+	if r == nil || !known || !obs.inSync {
+		return false
+	}
+	return r.Fingerprint == obs.fingerprint || r.At.Before(obs.at)
+}
