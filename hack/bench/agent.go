@@ -255,28 +255,40 @@ func (a *agent) waitRunning(ctx context.Context, ids []string, interval, timeout
 	}
 }
 
-// procStats reads VmRSS/VmHWM (KiB) from /proc/PID/status.
-func procMem(pid int) (rssKiB, hwmKiB int64, err error) {
+// procMem is a process's memory as /proc/PID/status reports it, in KiB.
+type procMem struct {
+	rss, hwm int64
+	// anon is the anonymous part of rss (heap, stacks); the rest is mostly
+	// the pages of the executable it touched, shared with the page cache.
+	anon int64
+}
+
+// readProcMem reads VmRSS, VmHWM and RssAnon from /proc/PID/status.
+func readProcMem(pid int) (procMem, error) {
+	var m procMem
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 2 {
 			continue
 		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
 		switch f[0] {
 		case "VmRSS:":
-			rssKiB, _ = strconv.ParseInt(f[1], 10, 64)
+			m.rss = v
 		case "VmHWM:":
-			hwmKiB, _ = strconv.ParseInt(f[1], 10, 64)
+			m.hwm = v
+		case "RssAnon:":
+			m.anon = v
 		}
 	}
-	if rssKiB == 0 {
-		return 0, 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	if m.rss == 0 {
+		return m, fmt.Errorf("no VmRSS for pid %d", pid)
 	}
-	return rssKiB, hwmKiB, nil
+	return m, nil
 }
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on.

@@ -59,6 +59,7 @@ type result struct {
 	burst          time.Duration
 	rssKiB         int64
 	hwmKiB         int64
+	anonKiB        int64
 	idleCPU        float64
 	runtimeIdleCPU float64
 	runtimeRSSKiB  int64
@@ -316,13 +317,16 @@ func runLeg(ctx context.Context, cfg config, cri *criClient, subject string) *re
 		return r
 	}
 	if pid := l.pid(); pid > 0 {
-		if r.rssKiB, r.hwmKiB, err = procMem(pid); err != nil {
+		m, err := readProcMem(pid)
+		if err != nil {
 			r.err = err
 			return r
 		}
+		r.rssKiB, r.hwmKiB, r.anonKiB = m.rss, m.hwm, m.anon
 	}
 	if cfg.runtimePID > 0 {
-		r.runtimeRSSKiB, _, _ = procMem(cfg.runtimePID)
+		m, _ := readProcMem(cfg.runtimePID)
+		r.runtimeRSSKiB = m.rss
 	}
 
 	logf("%s: settle %s, then idle %s with %d pods", subject, cfg.settle, cfg.idle, cfg.pods+cfg.burst)

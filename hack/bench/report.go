@@ -82,6 +82,8 @@ func metrics(cfg config) []metric {
 			value: func(r *result) float64 { return r.burst.Seconds() }, format: fmtDur},
 		{name: fmt.Sprintf("RSS after the burst (%d pods)", n), noRaw: true,
 			value: func(r *result) float64 { return float64(r.rssKiB) / 1024 }, format: fmtMiB},
+		{name: "of which anonymous (RssAnon: heap, stacks)", noRaw: true,
+			value: func(r *result) float64 { return float64(r.anonKiB) / 1024 }, format: fmtMiB},
 		{name: "peak RSS (VmHWM)", noRaw: true,
 			value: func(r *result) float64 { return float64(r.hwmKiB) / 1024 }, format: fmtMiB},
 		{name: fmt.Sprintf("CPU over %.0f s idle (%d pods)", cfg.idle.Seconds(), n), noRaw: true,
