@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/e2e/framework"
@@ -238,10 +237,7 @@ func TestClusterPods(t *testing.T) {
 // blur the measured figures.
 func cpClient(t *testing.T, kubeconfig string) kubernetes.Interface {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := restConfig(t, kubeconfig)
 	cfg.QPS, cfg.Burst = 500, 1000
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -31,13 +31,19 @@ import (
 
 const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-func kubeClient(t *testing.T, kubeconfig string) kubernetes.Interface {
+// restConfig loads kubeconfig, failing the test if it cannot.
+func restConfig(t *testing.T, kubeconfig string) *rest.Config {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubernetes.NewForConfig(cfg)
+	return cfg
+}
+
+func kubeClient(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(restConfig(t, kubeconfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +54,7 @@ func kubeClient(t *testing.T, kubeconfig string) kubernetes.Interface {
 // the product uses, against the real API server.
 func nodeletClient(t *testing.T, kubeconfig string) kube.Interface {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := kube.NewForConfig(cfg)
+	c, err := kube.NewForConfig(restConfig(t, kubeconfig))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodelet/nodelet/e2e/framework"
 )
@@ -36,7 +35,7 @@ import (
 func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 	cluster := framework.StartCluster(t, framework.NodeName)
 	rt := framework.StartRuntime(t)
-	admin := nodeTestClient(t, cluster.AdminKubeconfig)
+	admin := kubeClient(t, cluster.AdminKubeconfig)
 	port := framework.FreePort(t)
 
 	// Watch for Ready from before nodelet starts, so the time to Ready is
@@ -207,19 +206,6 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 	}
 }
 
-func nodeTestClient(t *testing.T, kubeconfig string) kubernetes.Interface {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // watchNodeReady reports the moment the test's Node is first seen Ready.
 func watchNodeReady(ctx context.Context, t *testing.T, c kubernetes.Interface) <-chan time.Time {
 	t.Helper()
@@ -304,7 +290,7 @@ func nodeletVersion(t *testing.T, n *framework.Nodelet) string {
 func TestNodeCatchesUpAfterAPIOutage(t *testing.T) {
 	cluster := framework.StartCluster(t, framework.NodeName)
 	rt := framework.StartRuntime(t)
-	admin := nodeTestClient(t, cluster.AdminKubeconfig)
+	admin := kubeClient(t, cluster.AdminKubeconfig)
 	proxy := startNodeProxy(t, strings.TrimPrefix(cluster.Server, "https://"))
 	kubeconfig := filepath.Join(t.TempDir(), "node-via-proxy.kubeconfig")
 	raw, err := os.ReadFile(cluster.NodeKubeconfig)
