@@ -24,8 +24,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/e2e/framework"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/kube"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
