@@ -1,10 +1,11 @@
 package gc
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	nodeletmetrics "github.com/nodelet/nodelet/pkg/metrics"
 )
 
 type metrics struct {
@@ -39,16 +40,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Container garbage collection passes that returned an error.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var errs []error
-	for _, c := range []prometheus.Collector{m.containersRemoved, m.sandboxesRemoved, m.logDirsRemoved, m.duration, m.failures} {
-		if err := reg.Register(c); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := nodeletmetrics.RegisterAll(reg, m.containersRemoved, m.sandboxesRemoved, m.logDirsRemoved, m.duration, m.failures); err != nil {
 		return nil, fmt.Errorf("registering container GC metrics: %w", err)
 	}
 	return m, nil

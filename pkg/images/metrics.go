@@ -1,10 +1,11 @@
 package images
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	nodeletmetrics "github.com/nodelet/nodelet/pkg/metrics"
 )
 
 // metrics of image garbage collection.
@@ -45,16 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Capacity of the image filesystem at the last measurement.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var errs []error
-	for _, c := range []prometheus.Collector{m.bytesFreed, m.imagesRemoved, m.duration, m.failures, m.fsUsed, m.fsCapacity} {
-		if err := reg.Register(c); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := nodeletmetrics.RegisterAll(reg, m.bytesFreed, m.imagesRemoved, m.duration, m.failures, m.fsUsed, m.fsCapacity); err != nil {
 		return nil, fmt.Errorf("registering image GC metrics: %w", err)
 	}
 	return m, nil

@@ -11,6 +11,7 @@
 package metrics
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,12 +73,23 @@ var collectors = []prometheus.Collector{
 // Register adds nodelet's metrics to reg, with extra collectors (such as
 // NewRuntimeCollector's).
 func Register(reg prometheus.Registerer, extra ...prometheus.Collector) error {
-	for _, c := range append(append([]prometheus.Collector(nil), collectors...), extra...) {
+	return RegisterAll(reg, append(append([]prometheus.Collector(nil), collectors...), extra...)...)
+}
+
+// RegisterAll registers every one of cs on reg and reports all that failed
+// at once; a nil reg (metrics not wanted, as in most tests) registers
+// nothing.
+func RegisterAll(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	if reg == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ObservePodWorker records one pod sync that began at start; op is the
