@@ -42,6 +42,11 @@ type Relister interface {
 	Run(ctx context.Context)
 	Changed() <-chan pleg.Change
 	Snapshot() []*runtime.Pod
+	// Absent reports whether the latest listing began after since and
+	// showed nothing of uid.
+	Absent(uid types.UID, since time.Time) bool
+	// ListedSince reports whether the latest listing began after t.
+	ListedSince(t time.Time) bool
 }
 
 // Housekeeper is periodic node-level cleanup run from housekeeping (container

@@ -25,15 +25,17 @@ type fakeRuntime struct {
 	running map[types.UID]bool
 	killed  map[types.UID]int
 	synced  map[types.UID]int
+	reads   map[types.UID]int // PodStatus calls
 }
 
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{running: map[types.UID]bool{}, killed: map[types.UID]int{}, synced: map[types.UID]int{}}
+	return &fakeRuntime{running: map[types.UID]bool{}, killed: map[types.UID]int{}, synced: map[types.UID]int{}, reads: map[types.UID]int{}}
 }
 
 func (f *fakeRuntime) PodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads[uid]++
 	s := &runtime.PodStatus{UID: uid, Name: name, Namespace: ns}
 	if f.running[uid] {
 		s.Sandboxes = []*runtime.SandboxStatus{{ID: "sb", State: runtime.SandboxStateReady}}
@@ -72,10 +74,37 @@ type fakeRelister struct {
 	mu       sync.Mutex
 	changed  chan pleg.Change
 	snapshot []*runtime.Pod
+	began    time.Time // when the snapshot's listing began; zero: none yet
 }
 
 func (r *fakeRelister) Run(ctx context.Context)     { <-ctx.Done() }
 func (r *fakeRelister) Changed() <-chan pleg.Change { return r.changed }
+
+// Absent: the fake's listing began at began and shows the snapshot's pods.
+func (r *fakeRelister) Absent(uid types.UID, since time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.listedSinceLocked(since) {
+		return false
+	}
+	for _, p := range r.snapshot {
+		if p.UID == uid {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *fakeRelister) ListedSince(t time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listedSinceLocked(t)
+}
+
+func (r *fakeRelister) listedSinceLocked(t time.Time) bool {
+	return !r.began.IsZero() && r.began.After(t)
+}
+
 func (r *fakeRelister) Snapshot() []*runtime.Pod {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -197,6 +226,47 @@ func TestRelistEventsAlreadyObserved(t *testing.T) {
 		res := a.syncPod(ctx, s.work)
 		if res.Skipped != s.wantSkipped || rt.count(rt.synced, "a") != s.wantSyncs {
 			t.Errorf("%s: skipped %v, syncs %d; want %v, %d", s.name, res.Skipped, rt.count(rt.synced, "a"), s.wantSkipped, s.wantSyncs)
+		}
+	}
+}
+
+// TestCreateOfPodNewToTheRuntime: the first sync of a pod that a listing
+// begun after anything done for it does not show skips the status read
+// before acting; in every other case the status is read first.
+func TestCreateOfPodNewToTheRuntime(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// listing: how the relister's listing relates to the pod.
+		listingBegan time.Duration // relative to the test start; 0: no listing
+		listed       bool
+		actedBefore  bool // a sync of the pod ended just before the test
+		typ          worker.UpdateType
+		wantReads    int // PodStatus calls: before and after the sync
+	}{
+		{"new pod, fresh listing", time.Hour, false, false, worker.Create, 1},
+		{"no listing yet", 0, false, false, worker.Create, 2},
+		{"pod in the listing", time.Hour, true, false, worker.Create, 2},
+		{"listing older than the last sync of the pod", -time.Hour, false, true, worker.Create, 2},
+		{"not a create", time.Hour, false, false, worker.Update, 2},
+	}
+	start := time.Now()
+	for _, tc := range tests {
+		rt := newFakeRuntime()
+		rl := &fakeRelister{}
+		if tc.listingBegan != 0 {
+			rl.began = start.Add(tc.listingBegan)
+		}
+		if tc.listed {
+			rl.snapshot = []*runtime.Pod{{UID: "a"}}
+		}
+		a := New(Config{}, rt, rl, nil, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+		if tc.actedBefore {
+			a.observed.acted("a", start)
+		}
+		a.syncPod(ctx, worker.Work{Pod: staticPod("a"), Type: tc.typ})
+		if got := rt.count(rt.reads, "a"); got != tc.wantReads || rt.count(rt.synced, "a") != 1 {
+			t.Errorf("%s: %d status reads, %d syncs; want %d, 1", tc.name, got, rt.count(rt.synced, "a"), tc.wantReads)
 		}
 	}
 }

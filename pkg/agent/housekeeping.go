@@ -27,6 +27,9 @@ func (a *Agent) housekeepingLoop(ctx context.Context) {
 		for _, p := range a.leftovers(a.relister.Snapshot()) {
 			a.killer.Kill(p)
 		}
+		a.observed.pruneActed(func(uid types.UID, t time.Time) bool {
+			return !a.wanted(uid) && a.relister.ListedSince(t)
+		})
 		// Only once every source is ready: a manifest dir not read yet must
 		// not look like static pods gone.
 		if a.cluster != nil && len(a.SourcesReady()) == 0 {

@@ -21,11 +21,43 @@ type observation struct {
 	inSync bool
 }
 
-// observations holds the latest observation per pod UID; workers write
-// their own pod's entry, so the lock is only for the map.
+// observations holds the latest observation per pod UID, and when this
+// process last finished acting on each pod; workers write their own pod's
+// entries, so the lock is only for the maps.
 type observations struct {
-	mu sync.Mutex
-	m  map[types.UID]observation
+	mu      sync.Mutex
+	m       map[types.UID]observation
+	actedAt map[types.UID]time.Time
+}
+
+// acted records that a sync of uid just ended.
+func (o *observations) acted(uid types.UID, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.actedAt == nil {
+		o.actedAt = map[types.UID]time.Time{}
+	}
+	o.actedAt[uid] = at
+}
+
+// lastActed returns when a sync of uid last ended (zero: never).
+func (o *observations) lastActed(uid types.UID) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.actedAt[uid]
+}
+
+// pruneActed forgets the times that no longer matter: drop(uid, t) says
+// whether a listing began after t (and the pod is not wanted), so the
+// listings themselves account for what that sync did.
+func (o *observations) pruneActed(drop func(uid types.UID, t time.Time) bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for uid, t := range o.actedAt {
+		if drop(uid, t) {
+			delete(o.actedAt, uid)
+		}
+	}
 }
 
 func (o *observations) get(uid types.UID) (observation, bool) {

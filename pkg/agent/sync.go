@@ -36,9 +36,19 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 			klog.ErrorS(err, "Sync mirror pod", "pod", klog.KObj(p))
 		}
 	}
-	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
-	if err != nil {
-		return worker.Result{Err: fmt.Errorf("runtime status of pod %s/%s: %w", p.Namespace, p.Name, err)}
+	defer func() { a.observed.acted(p.UID, time.Now()) }()
+	var rs *runtime.PodStatus
+	if w.Type == worker.Create && a.relister.Absent(p.UID, a.observed.lastActed(p.UID)) {
+		// A pod new to the runtime: the relist began after anything this
+		// process did for the pod and saw nothing of it, and only this
+		// worker creates its sandboxes. Reading its status would cost two
+		// list calls, in a burst on every new pod's critical path.
+		rs = &runtime.PodStatus{UID: p.UID, Name: p.Name, Namespace: p.Namespace}
+	} else {
+		var err error
+		if rs, err = a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace); err != nil {
+			return worker.Result{Err: fmt.Errorf("runtime status of pod %s/%s: %w", p.Namespace, p.Name, err)}
+		}
 	}
 
 	if w.Type == worker.Kill {

@@ -42,10 +42,14 @@ type Relister struct {
 	period  time.Duration
 	changed chan Change
 
-	mu         sync.Mutex
-	snapshot   []*runtime.Pod
-	lastRelist time.Time
-	lastErr    error
+	mu       sync.Mutex
+	snapshot []*runtime.Pod
+	// listed holds the UIDs of snapshot; snapshotBegan is when the
+	// listing that made it began.
+	listed        map[types.UID]bool
+	snapshotBegan time.Time
+	lastRelist    time.Time
+	lastErr       error
 }
 
 // New returns a Relister; Run starts it.
@@ -72,14 +76,22 @@ func (r *Relister) Run(ctx context.Context) {
 }
 
 func (r *Relister) relist(ctx context.Context, last map[types.UID]string) map[types.UID]string {
+	began := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, r.period*10+5*time.Second)
 	pods, err := r.lister.ListPods(lctx)
 	cancel()
 	listedAt := time.Now()
+	var listed map[types.UID]bool
+	if err == nil {
+		listed = make(map[types.UID]bool, len(pods))
+		for _, p := range pods {
+			listed[p.UID] = true
+		}
+	}
 	r.mu.Lock()
 	r.lastErr = err
 	if err == nil {
-		r.snapshot = pods
+		r.snapshot, r.listed, r.snapshotBegan = pods, listed, began
 		r.lastRelist = listedAt
 	}
 	r.mu.Unlock()
@@ -159,6 +171,23 @@ func (r *Relister) Snapshot() []*runtime.Pod {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.snapshot
+}
+
+// ListedSince reports whether the latest listing began after t.
+func (r *Relister) ListedSince(t time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listed != nil && r.snapshotBegan.After(t)
+}
+
+// Absent reports whether the latest listing began after since and showed
+// nothing of uid: then nothing of the pod existed when it began, and whoever
+// last acted on the pod before since created nothing that listing missed.
+// False when there is no listing yet.
+func (r *Relister) Absent(uid types.UID, since time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listed != nil && r.snapshotBegan.After(since) && !r.listed[uid]
 }
 
 // Healthy reports an error when the runtime has not been listed successfully

@@ -118,3 +118,35 @@ func TestFingerprints(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsent: a pod counts as absent only by a listing that began after the
+// given time and did not show it.
+func TestAbsent(t *testing.T) {
+	l := &fakeLister{}
+	l.set(&runtime.Pod{UID: "there"})
+	r := New(l, time.Second)
+	before := time.Now()
+	if r.Absent("new", time.Time{}) || r.ListedSince(time.Time{}) {
+		t.Fatal("absent before any listing")
+	}
+	r.relist(context.Background(), map[types.UID]string{})
+	after := time.Now()
+	tests := []struct {
+		name  string
+		uid   types.UID
+		since time.Time
+		want  bool
+	}{
+		{"not listed, listing newer", "new", before, true},
+		{"listed", "there", before, false},
+		{"not listed, but listing older", "new", after, false},
+	}
+	for _, tc := range tests {
+		if got := r.Absent(tc.uid, tc.since); got != tc.want {
+			t.Errorf("%s: Absent = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !r.ListedSince(before) || r.ListedSince(after) {
+		t.Error("ListedSince does not follow the listing's start")
+	}
+}
