@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
 // Runtime is what container garbage collection needs from the container
@@ -110,9 +110,9 @@ func fromCRIContainer(c *runtimeapi.Container) (Container, bool) {
 		PodUID:    types.UID(uid),
 		Name:      c.GetMetadata().GetName(),
 		SandboxID: c.GetPodSandboxId(),
-		State:     containerState(c.GetState()),
+		State:     cri.ContainerState(c.GetState()),
 		Attempt:   c.GetMetadata().GetAttempt(),
-		CreatedAt: time.Unix(0, c.GetCreatedAt()),
+		CreatedAt: cri.TimeFromUnixNano(c.GetCreatedAt()),
 	}, true
 }
 
@@ -122,28 +122,11 @@ func fromCRISandbox(s *runtimeapi.PodSandbox) (Sandbox, bool) {
 	if uid == "" {
 		return Sandbox{}, false
 	}
-	state := runtime.SandboxStateNotReady
-	if s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
-		state = runtime.SandboxStateReady
-	}
 	return Sandbox{
 		ID:        s.GetId(),
 		PodUID:    types.UID(uid),
-		State:     state,
+		State:     cri.SandboxState(s.GetState()),
 		Attempt:   s.GetMetadata().GetAttempt(),
-		CreatedAt: time.Unix(0, s.GetCreatedAt()),
+		CreatedAt: cri.TimeFromUnixNano(s.GetCreatedAt()),
 	}, true
-}
-
-func containerState(s runtimeapi.ContainerState) runtime.ContainerState {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return runtime.ContainerStateRunning
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return runtime.ContainerStateCreated
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return runtime.ContainerStateExited
-	default:
-		return runtime.ContainerStateUnknown
-	}
 }

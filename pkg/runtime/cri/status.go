@@ -156,9 +156,9 @@ func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Cont
 		}
 		p.Sandboxes = append(p.Sandboxes, runtime.SandboxRef{
 			ID:        sb.Id,
-			State:     sandboxState(sb.State),
+			State:     SandboxState(sb.State),
 			Attempt:   sb.GetMetadata().GetAttempt(),
-			CreatedAt: fromUnixNano(sb.CreatedAt),
+			CreatedAt: TimeFromUnixNano(sb.CreatedAt),
 		})
 	}
 	for _, ctr := range containers {
@@ -170,9 +170,9 @@ func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Cont
 		p.Containers = append(p.Containers, runtime.ContainerRef{
 			ID:        ctr.Id,
 			Name:      id.ContainerName,
-			State:     containerState(ctr.State),
+			State:     ContainerState(ctr.State),
 			SandboxID: ctr.PodSandboxId,
-			CreatedAt: fromUnixNano(ctr.CreatedAt),
+			CreatedAt: TimeFromUnixNano(ctr.CreatedAt),
 		})
 	}
 	pods := make([]*runtime.Pod, 0, len(order))
@@ -197,15 +197,15 @@ func sandboxFromList(sb *runtimeapi.PodSandbox) *runtime.SandboxStatus {
 	id, _ := ParseSandboxIdentity(sb.Labels, sb.Annotations)
 	return &runtime.SandboxStatus{
 		ID:          sb.Id,
-		State:       sandboxState(sb.State),
-		CreatedAt:   fromUnixNano(sb.CreatedAt),
+		State:       SandboxState(sb.State),
+		CreatedAt:   TimeFromUnixNano(sb.CreatedAt),
 		Attempt:     sb.GetMetadata().GetAttempt(),
 		HostNetwork: id.HostNetwork,
 	}
 }
 
 func applySandboxStatus(s *runtime.SandboxStatus, st *runtimeapi.PodSandboxStatus) {
-	s.State = sandboxState(st.State)
+	s.State = SandboxState(st.State)
 	s.HostNetwork = st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
 	if ip := st.GetNetwork().GetIp(); ip != "" {
 		s.IP = ip
@@ -226,8 +226,8 @@ func containerStatus(ctr *runtimeapi.Container, st *runtimeapi.ContainerStatus) 
 	cs := &runtime.ContainerStatus{
 		ID:                     ctr.Id,
 		Name:                   id.ContainerName,
-		State:                  containerState(ctr.State),
-		CreatedAt:              fromUnixNano(ctr.CreatedAt),
+		State:                  ContainerState(ctr.State),
+		CreatedAt:              TimeFromUnixNano(ctr.CreatedAt),
 		Image:                  ctr.GetImage().GetImage(),
 		ImageRef:               ctr.ImageRef,
 		Hash:                   id.Hash,
@@ -242,9 +242,9 @@ func containerStatus(ctr *runtimeapi.Container, st *runtimeapi.ContainerStatus) 
 		cs.RestartCount = int(ctr.GetMetadata().GetAttempt())
 	}
 	if st != nil {
-		cs.State = containerState(st.State)
-		cs.StartedAt = fromUnixNano(st.StartedAt)
-		cs.FinishedAt = fromUnixNano(st.FinishedAt)
+		cs.State = ContainerState(st.State)
+		cs.StartedAt = TimeFromUnixNano(st.StartedAt)
+		cs.FinishedAt = TimeFromUnixNano(st.FinishedAt)
 		cs.ExitCode = st.ExitCode
 		cs.Reason = st.Reason
 		cs.Message = st.Message
@@ -277,14 +277,16 @@ func sortContainers(s []*runtimeapi.Container) {
 	})
 }
 
-func sandboxState(s runtimeapi.PodSandboxState) runtime.SandboxState {
+// SandboxState is s in nodelet's runtime model.
+func SandboxState(s runtimeapi.PodSandboxState) runtime.SandboxState {
 	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
 		return runtime.SandboxStateReady
 	}
 	return runtime.SandboxStateNotReady
 }
 
-func containerState(s runtimeapi.ContainerState) runtime.ContainerState {
+// ContainerState is s in nodelet's runtime model.
+func ContainerState(s runtimeapi.ContainerState) runtime.ContainerState {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
 		return runtime.ContainerStateCreated
@@ -297,7 +299,9 @@ func containerState(s runtimeapi.ContainerState) runtime.ContainerState {
 	}
 }
 
-func fromUnixNano(ns int64) time.Time {
+// TimeFromUnixNano is a CRI timestamp as a time; 0 (not set) is the zero
+// time, not 1970.
+func TimeFromUnixNano(ns int64) time.Time {
 	if ns == 0 {
 		return time.Time{}
 	}
