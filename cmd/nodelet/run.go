@@ -182,7 +182,7 @@ func run(ctx context.Context, opts *options.Options) error {
 		apiClient = cl.client
 	}
 	apiServer, rotateLogs, err := nodeAPI(opts, apiServerDeps{
-		nodeName: nodeName, hostIP: hostIP, runtime: client, pods: pods, podList: ag.Pods,
+		nodeName: nodeName, hostIP: hostIP, runtime: client, pods: pods, podList: ag.Pods, podsVersion: ag.PodsVersion,
 		health: healthChecks, gatherer: registry, client: apiClient,
 	})
 	if err != nil {

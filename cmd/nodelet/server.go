@@ -36,9 +36,11 @@ type apiServerDeps struct {
 	runtime  *cri.Client
 	pods     *pod.Manager
 	// podList backs /pods: desired pods with their statuses (agent.Pods).
-	podList  func() []*v1.Pod
-	health   []server.HealthCheck
-	gatherer prometheus.Gatherer
+	podList func() []*v1.Pod
+	// podsVersion changes when podList's answer may have (agent.PodsVersion).
+	podsVersion func() uint64
+	health      []server.HealthCheck
+	gatherer    prometheus.Gatherer
 	// client is the API client; nil when standalone.
 	client kube.Interface
 }
@@ -157,6 +159,7 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 	})
 	deps := server.APIDeps{
 		Pods:            d.podList,
+		PodsVersion:     d.podsVersion,
 		HealthChecks:    d.health,
 		ResourceMetrics: metrics.ResourceMetricsHandler(statsProvider.Summary),
 		FindPod: func(namespace, name string) (*v1.Pod, bool) {

@@ -22,6 +22,9 @@ import (
 type APIDeps struct {
 	// Pods returns the pods bound to this node with their statuses (/pods).
 	Pods func() []*v1.Pod
+	// PodsVersion, optional, changes whenever Pods' answer may have changed
+	// (as ReadOnlyDeps.PodsVersion): /pods reuses its encoded answer until then.
+	PodsVersion func() uint64
 	// HealthChecks back /healthz.
 	HealthChecks []HealthCheck
 	// Metrics serves /metrics (Prometheus text format).
@@ -79,7 +82,7 @@ func APIHandler(auth Auth, deps APIDeps) http.Handler {
 func APIRoutes(d APIDeps) http.Handler {
 	mux := http.NewServeMux()
 	InstallHealthz(mux, d.HealthChecks...)
-	mux.Handle("GET /pods", PodsHandler(d.Pods))
+	mux.Handle("GET /pods", CachedPodsHandler(d.Pods, d.PodsVersion))
 	mux.Handle("GET /metrics", orNotImplemented(d.Metrics, "metrics"))
 	mux.Handle("GET /metrics/resource", orNotImplemented(d.ResourceMetrics, "resource metrics"))
 
