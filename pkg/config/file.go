@@ -26,8 +26,16 @@ const (
 	// fileMaxAttempts bounds the reads of the same broken content before it is
 	// reported, and the quick retries.
 	fileMaxAttempts = 3
-	// fileSettleDelay coalesces the burst of events an editor's save makes.
+	// fileSettleDelay coalesces the burst of events an editor's save makes,
+	// and lets a file written in place in several writes be read once.
 	fileSettleDelay = 20 * time.Millisecond
+	// fileCreateSettleDelay is the settle delay of a file that appeared: a
+	// manifest renamed into place (the way to write one atomically) is
+	// complete, so waiting longer only delays the pod. Creating a file and
+	// then writing it also brings write events, which wait the full delay.
+	// Long enough to take the events of many files written at once in one
+	// read of the directory.
+	fileCreateSettleDelay = 2 * time.Millisecond
 )
 
 // FileSource reads static pod manifests from a file or a directory and sends
@@ -54,6 +62,9 @@ type FileSource struct {
 	retryDelay  time.Duration
 	maxAttempts int
 	settleDelay time.Duration
+	// createSettleDelay replaces settleDelay for an event that is only a
+	// creation.
+	createSettleDelay time.Duration
 
 	// Owned by Run.
 	watcher       *fsnotify.Watcher
@@ -76,15 +87,16 @@ func NewFileSource(path, nodeName string, period time.Duration, out chan<- PodUp
 	}
 	o := buildSourceOptions(opts)
 	return &FileSource{
-		path:        filepath.Clean(path),
-		nodeName:    nodeName,
-		period:      period,
-		out:         out,
-		reporter:    o.reporter,
-		retryDelay:  fileRetryDelay,
-		maxAttempts: fileMaxAttempts,
-		settleDelay: fileSettleDelay,
-		files:       map[string]*fileState{},
+		path:              filepath.Clean(path),
+		nodeName:          nodeName,
+		period:            period,
+		out:               out,
+		reporter:          o.reporter,
+		retryDelay:        fileRetryDelay,
+		maxAttempts:       fileMaxAttempts,
+		settleDelay:       fileSettleDelay,
+		createSettleDelay: fileCreateSettleDelay,
+		files:             map[string]*fileState{},
 	}
 }
 
@@ -139,7 +151,7 @@ func (s *FileSource) Run(ctx context.Context) {
 				continue
 			}
 			if s.noteEvent(ev) {
-				arm(s.settleDelay)
+				arm(s.eventSettleDelay(ev))
 			}
 		case err, ok := <-watchErrs:
 			if !ok {
@@ -151,6 +163,15 @@ func (s *FileSource) Run(ctx context.Context) {
 			arm(0)
 		}
 	}
+}
+
+// eventSettleDelay is how long to wait for more events after ev before
+// reading the manifests.
+func (s *FileSource) eventSettleDelay(ev fsnotify.Event) time.Duration {
+	if ev.Op == fsnotify.Create {
+		return s.createSettleDelay
+	}
+	return s.settleDelay
 }
 
 // noteEvent keeps the watches in step with the path and reports whether the

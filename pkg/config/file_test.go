@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -410,6 +411,27 @@ func TestIsManifestName(t *testing.T) {
 	} {
 		if got := isManifestName(name); got != want {
 			t.Errorf("isManifestName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// A manifest that appeared (typically renamed into place, complete) is read
+// at once; anything written waits for the writer to finish.
+func TestFileSourceEventSettleDelay(t *testing.T) {
+	s := &FileSource{settleDelay: 20 * time.Millisecond, createSettleDelay: 2 * time.Millisecond}
+	tests := []struct {
+		op   fsnotify.Op
+		want time.Duration
+	}{
+		{fsnotify.Create, 2 * time.Millisecond},
+		{fsnotify.Write, 20 * time.Millisecond},
+		{fsnotify.Create | fsnotify.Write, 20 * time.Millisecond},
+		{fsnotify.Remove, 20 * time.Millisecond},
+		{fsnotify.Rename, 20 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		if got := s.eventSettleDelay(fsnotify.Event{Name: "/m/web.yaml", Op: tc.op}); got != tc.want {
+			t.Errorf("%v: settle %v, want %v", tc.op, got, tc.want)
 		}
 	}
 }
