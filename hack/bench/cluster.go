@@ -31,19 +31,16 @@ const (
 )
 
 type clusterResult struct {
-	subject      string
-	notAvailable string
-	err          error
+	outcome
 	ready        time.Duration
 	api          []time.Duration
 	mirror       time.Duration
 	mirrorCapped bool // the mirror did not come back within mirrorCap
 	del          []time.Duration
-	load         string
 }
 
 func runClusterLeg(ctx context.Context, cfg config, subject string) (r *clusterResult) {
-	r = &clusterResult{subject: subject, load: loadavg()}
+	r = &clusterResult{outcome: outcome{subject: subject, load: loadavg()}}
 	bin := cfg.kubelet
 	if subject == "nodelet" {
 		bin = cfg.nodelet

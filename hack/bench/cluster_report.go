@@ -40,30 +40,18 @@ func clusterMetrics(cfg config) []clusterMetric {
 }
 
 func renderCluster(cfg config, env envInfo, results []*clusterResult) string {
-	by := map[string]*clusterResult{}
-	for _, r := range results {
-		by[r.subject] = r
-	}
-	ok := func(r *clusterResult) bool { return r != nil && r.err == nil && r.notAvailable == "" }
+	by := bySubject(results)
+	ok := func(r *clusterResult) bool { return r.outcomeOf().ok() }
 	var b strings.Builder
-	mode := "full"
-	if cfg.quick {
-		mode = "quick (smoke test, not comparable with full runs)"
-	}
 	fmt.Fprintf(&b, "Run %s, mode %s, commit %s; same machine and runtime as above; upstream kubelet %s; nodelet %s.\n\n",
-		env.date, mode, orDash(env.commit), orDash(env.kubelet), orDash(env.nodelet))
+		env.date, modeName(cfg.quick), orDash(env.commit), orDash(env.kubelet), orDash(env.nodelet))
 	b.WriteString("| metric | upstream kubelet | nodelet | nodelet / upstream | target (issue 3) | nodelet meets it |\n")
 	b.WriteString("|---|---:|---:|---:|---:|:---:|\n")
 	for _, m := range clusterMetrics(cfg) {
 		cell := func(s string) string {
 			r := by[s]
-			switch {
-			case r == nil:
-				return "not run"
-			case r.notAvailable != "":
-				return "n/a"
-			case r.err != nil:
-				return "failed"
+			if missing := r.outcomeOf().missing(); missing != "" {
+				return missing
 			}
 			v, capped := m.value(r)
 			if capped {
@@ -98,17 +86,9 @@ func renderCluster(cfg config, env envInfo, results []*clusterResult) string {
 	}
 	b.WriteString("\n")
 	for _, s := range []string{"upstream", "nodelet"} {
-		r := by[s]
-		switch {
-		case r == nil:
-		case r.notAvailable != "":
-			fmt.Fprintf(&b, "- %s: %s\n", s, r.notAvailable)
-		case r.err != nil:
-			fmt.Fprintf(&b, "- %s: failed: %s\n", s, oneLine(r.err.Error()))
-		default:
-			fmt.Fprintf(&b, "- %s: API pod latencies (ms, in order): %s; delete → gone (ms): %s; load average at leg start: %s\n",
-				s, msList(r.api), msList(r.del), orDash(r.load))
-		}
+		writeOutcomeNote(&b, s, by[s].outcomeOf(), func() string {
+			return fmt.Sprintf("API pod latencies (ms, in order): %s; delete → gone (ms): %s", msList(by[s].api), msList(by[s].del))
+		})
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -48,12 +48,9 @@ type config struct {
 	deletes         int
 }
 
-// result is what one leg measured. Err set means the leg did not complete; notAvailable means the
-// subject does not exist yet (no binary), which is not a failure.
+// result is what one standalone leg measured.
 type result struct {
-	subject        string
-	notAvailable   string
-	err            error
+	outcome
 	startup        time.Duration
 	seq            []time.Duration
 	burst          time.Duration
@@ -63,8 +60,6 @@ type result struct {
 	idleCPU        float64
 	runtimeIdleCPU float64
 	runtimeRSSKiB  int64
-	// load is /proc/loadavg (1, 5, 15 min) when the leg started: other work on the machine.
-	load string
 }
 
 func main() {
@@ -253,7 +248,7 @@ func logf(format string, args ...any) {
 }
 
 func runLeg(ctx context.Context, cfg config, cri *criClient, subject string) *result {
-	r := &result{subject: subject, load: loadavg()}
+	r := &result{outcome: outcome{subject: subject, load: loadavg()}}
 	dir := filepath.Join(cfg.stateDir, subject)
 	var l leg
 	switch subject {

@@ -97,17 +97,9 @@ func metrics(cfg config) []metric {
 
 // render builds the generated markdown section: environment, table, per-leg notes.
 func render(cfg config, env envInfo, results []*result) string {
-	by := map[string]*result{}
-	for _, r := range results {
-		by[r.subject] = r
-	}
-	ok := func(r *result) bool { return r != nil && r.err == nil && r.notAvailable == "" }
+	by := bySubject(results)
 	var b strings.Builder
-	mode := "full"
-	if cfg.quick {
-		mode = "quick (smoke test, not comparable with full runs)"
-	}
-	fmt.Fprintf(&b, "Run %s, mode %s, commit %s.\n\n", env.date, mode, orDash(env.commit))
+	fmt.Fprintf(&b, "Run %s, mode %s, commit %s.\n\n", env.date, modeName(cfg.quick), orDash(env.commit))
 	fmt.Fprintf(&b, "Machine: %s, %d cores, %s RAM, kernel %s; runtime %s; upstream kubelet %s; nodelet %s.\n\n",
 		orDash(env.cpu), env.cores, orDash(env.mem), orDash(env.kernel), orDash(env.runtime), orDash(env.kubelet), orDash(env.nodelet))
 	b.WriteString("| metric | raw CRI | upstream kubelet | nodelet | nodelet / raw CRI | nodelet / upstream |\n")
@@ -115,24 +107,19 @@ func render(cfg config, env envInfo, results []*result) string {
 	for _, m := range metrics(cfg) {
 		cell := func(s string) string {
 			r := by[s]
-			switch {
-			case s == "raw" && m.noRaw:
+			if s == "raw" && m.noRaw {
 				return "—"
-			case r == nil:
-				return "not run"
-			case r.notAvailable != "":
-				return "n/a"
-			case r.err != nil:
-				return "failed"
-			case m.name == "containerd CPU, same window" || m.name == "containerd RSS after the burst":
-				if cfg.runtimePID == 0 {
-					return "—"
-				}
+			}
+			if missing := r.outcomeOf().missing(); missing != "" {
+				return missing
+			}
+			if (m.name == "containerd CPU, same window" || m.name == "containerd RSS after the burst") && cfg.runtimePID == 0 {
+				return "—"
 			}
 			return m.format(m.value(r))
 		}
 		ratio := func(base string) string {
-			if (base == "raw" && m.noRaw) || !ok(by[base]) || !ok(by["nodelet"]) {
+			if (base == "raw" && m.noRaw) || !by[base].outcomeOf().ok() || !by["nodelet"].outcomeOf().ok() {
 				return "—"
 			}
 			d := m.value(by[base])
@@ -145,22 +132,86 @@ func render(cfg config, env envInfo, results []*result) string {
 	}
 	b.WriteString("\n")
 	for _, s := range []string{"raw", "upstream", "nodelet"} {
-		r := by[s]
-		switch {
-		case r == nil:
-		case r.notAvailable != "":
-			fmt.Fprintf(&b, "- %s: %s\n", s, r.notAvailable)
-		case r.err != nil:
-			fmt.Fprintf(&b, "- %s: failed: %s\n", s, oneLine(r.err.Error()))
-		default:
-			ms := make([]string, len(r.seq))
-			for i, d := range r.seq {
-				ms[i] = fmt.Sprint(d.Milliseconds())
-			}
-			fmt.Fprintf(&b, "- %s: sequential latencies (ms, in order): %s; load average at leg start: %s\n", s, strings.Join(ms, " "), orDash(r.load))
-		}
+		writeOutcomeNote(&b, s, by[s].outcomeOf(), func() string {
+			return fmt.Sprintf("sequential latencies (ms, in order): %s", msList(by[s].seq))
+		})
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// outcome is what every leg's result has: which subject ran, and whether it
+// produced figures.
+type outcome struct {
+	subject string
+	// notAvailable says why the subject does not exist yet (no binary),
+	// which is not a failure.
+	notAvailable string
+	// err says why the leg did not complete.
+	err error
+	// load is /proc/loadavg (1, 5, 15 min) when the leg started: other work
+	// on the machine.
+	load string
+}
+
+func (r *result) outcomeOf() *outcome {
+	if r == nil {
+		return nil
+	}
+	return &r.outcome
+}
+
+func (r *clusterResult) outcomeOf() *outcome {
+	if r == nil {
+		return nil
+	}
+	return &r.outcome
+}
+
+// ok reports a leg that ran and has figures.
+func (l *outcome) ok() bool { return l != nil && l.err == nil && l.notAvailable == "" }
+
+// missing is what a table cell shows for a leg without figures; "" when it
+// has them.
+func (l *outcome) missing() string {
+	switch {
+	case l == nil:
+		return "not run"
+	case l.notAvailable != "":
+		return "n/a"
+	case l.err != nil:
+		return "failed"
+	}
+	return ""
+}
+
+// writeOutcomeNote writes the line under a table about one subject's leg:
+// nothing if it did not run, why it has no figures, or detail() and the
+// load it ran under.
+func writeOutcomeNote(b *strings.Builder, subject string, l *outcome, detail func() string) {
+	switch {
+	case l == nil:
+	case l.notAvailable != "":
+		fmt.Fprintf(b, "- %s: %s\n", subject, l.notAvailable)
+	case l.err != nil:
+		fmt.Fprintf(b, "- %s: failed: %s\n", subject, oneLine(l.err.Error()))
+	default:
+		fmt.Fprintf(b, "- %s: %s; load average at leg start: %s\n", subject, detail(), orDash(l.load))
+	}
+}
+
+func bySubject[R interface{ outcomeOf() *outcome }](results []R) map[string]R {
+	by := map[string]R{}
+	for _, r := range results {
+		by[r.outcomeOf().subject] = r
+	}
+	return by
+}
+
+func modeName(quick bool) string {
+	if quick {
+		return "quick (smoke test, not comparable with full runs)"
+	}
+	return "full"
 }
 
 func orDash(s string) string {
