@@ -57,23 +57,17 @@ func fieldValue(pod *v1.Pod, path string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("fieldRef %q %w", path, cri.ErrUnsupported)
 	}
-	var m map[string]string
-	switch field {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		m = pod.Labels
-	case "metadata.annotations":
-		m = pod.Annotations
+	if key == "" {
+		// A whole map is a file's worth; one value reads as in an env var.
+		switch field {
+		case "metadata.labels":
+			return formatMap(pod.Labels), nil
+		case "metadata.annotations":
+			return formatMap(pod.Annotations), nil
+		}
 	}
-	if key != "" {
-		return m[key], nil
-	}
-	return formatMap(m), nil
+	v, _ := cri.PodMetadataField(pod, path)
+	return v, nil
 }
 
 // formatMap renders labels or annotations the way the API documents the

@@ -75,13 +75,10 @@ func fieldRef(pod *v1.Pod, path string, podIPs []string, opts ConfigOptions) (st
 		// A host-network pod's IPs are the node's.
 		podIPs = opts.NodeIPs
 	}
+	if v, ok := PodMetadataField(pod, path); ok {
+		return v, nil
+	}
 	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
 	case "spec.nodeName":
 		if pod.Spec.NodeName != "" {
 			return pod.Spec.NodeName, nil
@@ -98,6 +95,22 @@ func fieldRef(pod *v1.Pod, path string, podIPs []string, opts ConfigOptions) (st
 	case "status.hostIPs":
 		return strings.Join(opts.NodeIPs, ","), nil
 	}
+	return "", fmt.Errorf("valueFrom.fieldRef %q %w", path, ErrUnsupported)
+}
+
+// PodMetadataField resolves the fieldRef paths that read one value of the
+// pod's own metadata, the part environment variables and downward API
+// volumes share: metadata.name, .namespace, .uid, and one label or
+// annotation (metadata.labels['key']). ok is false for any other path.
+func PodMetadataField(pod *v1.Pod, path string) (value string, ok bool) {
+	switch path {
+	case "metadata.name":
+		return pod.Name, true
+	case "metadata.namespace":
+		return pod.Namespace, true
+	case "metadata.uid":
+		return string(pod.UID), true
+	}
 	for _, m := range []struct {
 		prefix string
 		values map[string]string
@@ -106,10 +119,10 @@ func fieldRef(pod *v1.Pod, path string, podIPs []string, opts ConfigOptions) (st
 		{"metadata.annotations['", pod.Annotations},
 	} {
 		if key, ok := strings.CutPrefix(path, m.prefix); ok && strings.HasSuffix(key, "']") {
-			return m.values[strings.TrimSuffix(key, "']")], nil
+			return m.values[strings.TrimSuffix(key, "']")], true
 		}
 	}
-	return "", fmt.Errorf("valueFrom.fieldRef %q %w", path, ErrUnsupported)
+	return "", false
 }
 
 func first(s []string) string {
