@@ -73,7 +73,9 @@ func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodSt
 // KillContainer stops one container with its grace period: gracePeriod
 // (seconds) when set, else the pod's deletion or termination grace period,
 // else the one stamped on the container at creation, else 30 s. pod may be
-// nil for an orphan. reason, when set, is added to the Killing event.
+// nil for an orphan. reason, when set, is added to the Killing event. A
+// running container's preStop hook runs first; the container gets the
+// grace the hook left.
 func (s *Syncer) KillContainer(ctx context.Context, pod *v1.Pod, cs *runtime.ContainerStatus, gracePeriod *int64, reason string) error {
 	grace := containerGrace(pod, cs, gracePeriod)
 	msg := fmt.Sprintf("Stopping container %s", cs.Name)
@@ -81,6 +83,8 @@ func (s *Syncer) KillContainer(ctx context.Context, pod *v1.Pod, cs *runtime.Con
 		msg += ": " + reason
 	}
 	s.event(pod, v1.EventTypeNormal, ReasonKilling, "%s", msg)
+	// The preStop hook runs before the stop signal, within the grace period.
+	grace = s.runPreStop(ctx, pod, cs, grace)
 	klog.V(3).InfoS("Stopping container", "pod", klog.KObj(pod), "container", cs.Name,
 		"containerID", cs.ID, "grace", grace, "reason", reason)
 	start := s.clock.Now()

@@ -14,6 +14,7 @@ const (
 	ReasonCreateContainerConfigError = "CreateContainerConfigError"
 	ReasonCreateContainerError       = "CreateContainerError"
 	ReasonRunContainerError          = "RunContainerError"
+	ReasonPostStartHookError         = "PostStartHookError"
 )
 
 // Event reasons, as upstream records them on the pod.
@@ -28,6 +29,8 @@ const (
 	ReasonSandboxChanged         = "SandboxChanged"
 	ReasonFailedCreatePodSandBox = "FailedCreatePodSandBox"
 	ReasonFailedMount            = "FailedMount"
+	ReasonFailedPostStartHook    = "FailedPostStartHook"
+	ReasonFailedPreStopHook      = "FailedPreStopHook"
 )
 
 // Errors in SyncResult.Err and returned by the Syncer, for errors.Is. Each
@@ -41,6 +44,7 @@ var (
 	ErrCreateContainer       = errors.New("create container failed")
 	ErrRunContainer          = errors.New("start container failed")
 	ErrCreatePodSandbox      = errors.New("create pod sandbox failed")
+	ErrPostStartHook         = errors.New("PostStartHook failed")
 	// ErrStillRunning: RemovePod found containers or sandboxes still running;
 	// kill the pod first.
 	ErrStillRunning = errors.New("still running")

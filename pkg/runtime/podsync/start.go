@@ -58,6 +58,10 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 			fmt.Errorf("%w: container %q: %w", ErrRunContainer, st.Name, err)
 	}
 	s.event(pod, v1.EventTypeNormal, ReasonStarted, "Started container %s", st.Name)
+	// The container counts as running only once its postStart hook returned.
+	if w, err := s.runPostStart(ctx, pod, startSpec{name: st.Name, spec: st.Spec}, id, podIPs); err != nil {
+		return w, err
+	}
 	klog.V(3).InfoS("Started container", "pod", klog.KObj(pod), "container", st.Name,
 		"containerID", id, "restartCount", st.RestartCount, "reason", st.Reason)
 	return runtime.ContainerWaiting{}, nil

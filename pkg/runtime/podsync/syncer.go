@@ -25,6 +25,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/lifecycle"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 )
 
@@ -101,6 +102,9 @@ type Options struct {
 	// (projected service-account tokens, ...). nil (standalone): such
 	// volumes fail the pod as unsupported.
 	Volumes VolumeProvider
+	// Hooks runs lifecycle hooks; nil: a lifecycle.Runner on the runtime
+	// when it can exec (the CRI client can).
+	Hooks HookRunner
 }
 
 // Syncer executes pod plans against a container runtime.
@@ -112,6 +116,7 @@ type Syncer struct {
 	crash    crashBackoff
 	pulls    *pullBackoff
 	metrics  Metrics
+	hooks    HookRunner
 }
 
 // New returns a Syncer. recorder may be nil (no events).
@@ -139,7 +144,18 @@ func New(rt Runtime, recorder record.EventRecorder, opts Options) *Syncer {
 		crash:    crashBackoff{b: flowcontrol.NewFakeBackOff(opts.CrashBackoffInitial, opts.CrashBackoffMax, opts.Clock)},
 		pulls:    newPullBackoff(flowcontrol.NewFakeBackOff(opts.ImageBackoffInitial, opts.ImageBackoffMax, opts.Clock)),
 		metrics:  opts.Metrics,
+		hooks:    hookRunner(rt, opts.Hooks),
 	}
+}
+
+func hookRunner(rt Runtime, h HookRunner) HookRunner {
+	if h != nil {
+		return h
+	}
+	if e, ok := rt.(lifecycle.Execer); ok {
+		return lifecycle.New(e)
+	}
+	return nil
 }
 
 // SyncPod makes one pass at bringing pod to its spec, given what runs
@@ -252,7 +268,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 			p.fail(img.err)
 			continue
 		}
-		if needIPs && cri.NeedsPodIP(st.Spec) {
+		if needIPs && (cri.NeedsPodIP(st.Spec) || hookNeedsPodIP(st.Spec)) {
 			podIPs, err = p.podIPs(ctx, a.CreateSandbox, sandboxID)
 			if err != nil {
 				p.fail(err)
