@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/volumes/cleanup"
 )
 
 const defaultCallTimeout = 2 * time.Minute
@@ -295,7 +296,7 @@ func (g *ContainerGC) removeLogDirs(ctx context.Context, containers []Container,
 	var removed []string
 	var errs []error
 	for _, d := range PlanPodLogDirs(names, podWanted, func(uid types.UID) bool { return present[uid] }) {
-		if err := os.RemoveAll(filepath.Join(g.podLogsDir, d)); err != nil {
+		if err := cleanup.RemoveAll(filepath.Join(g.podLogsDir, d)); err != nil {
 			errs = append(errs, fmt.Errorf("container GC: removing pod log dir: %w", err))
 			continue
 		}

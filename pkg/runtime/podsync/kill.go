@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/volumes/cleanup"
 )
 
 // defaultGrace is the API's default terminationGracePeriodSeconds, for
@@ -159,14 +159,16 @@ func (s *Syncer) RemovePod(ctx context.Context, status *runtime.PodStatus) error
 }
 
 // removePodDirs deletes the pod's directory under the root dir (emptyDir
-// volumes) and its log directory. No container uses them any more.
+// volumes) and its log directory. No container uses them any more. Mounts
+// nodelet made there are unmounted; any other mount (a root dir taken over
+// from another kubelet) is left in place with its content and reported.
 func (s *Syncer) removePodDirs(status *runtime.PodStatus) error {
 	var errs []error
 	if root := s.opts.Config.RootDir; root != "" && status.UID != "" {
-		errs = append(errs, os.RemoveAll(filepath.Join(root, "pods", string(status.UID))))
+		errs = append(errs, cleanup.RemoveAll(filepath.Join(root, "pods", string(status.UID))))
 	}
 	if logs := s.opts.Config.PodLogsDir; logs != "" && status.UID != "" && status.Name != "" {
-		errs = append(errs, os.RemoveAll(cri.PodLogDir(logs, status.Namespace, status.Name, status.UID)))
+		errs = append(errs, cleanup.RemoveAll(cri.PodLogDir(logs, status.Namespace, status.Name, status.UID)))
 	}
 	return errors.Join(errs...)
 }
