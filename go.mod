@@ -11,6 +11,7 @@ require (
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
+	k8s.io/component-helpers v0.37.2
 	k8s.io/cri-api v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubelet v0.37.2

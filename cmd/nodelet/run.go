@@ -81,10 +81,12 @@ func run(ctx context.Context, opts *options.Options) error {
 		Config: cri.ConfigOptions{
 			PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
 			NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
+			SeccompDefault: opts.SeccompDefault,
 		},
-		ResolvConf: opts.ResolvConf,
-		Metrics:    metrics.RuntimeOperations{},
-		Volumes:    cl.volumeProvider(ctx),
+		RuntimeClasses: cl.runtimeClassLookup(),
+		ResolvConf:     opts.ResolvConf,
+		Metrics:        metrics.RuntimeOperations{},
+		Volumes:        cl.volumeProvider(ctx),
 	})
 
 	merger := config.NewMerger(config.Incremental)
@@ -116,6 +118,12 @@ func run(ctx context.Context, opts *options.Options) error {
 		NodeName: nodeName, HostIP: hostIP, RuntimeName: runtimeName(ctx, client),
 		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,
 	}, podRuntime{client, syncer}, relister, merger.Updates(), merger.Sources(), pods, statuses)
+
+	admit, err := admission(ctx, opts, client)
+	if err != nil {
+		return err
+	}
+	ag.SetAdmission(admit, recorder)
 
 	containerGC, err := gc.New(gc.Config{
 		Runtime: gc.NewCRIRuntime(client.RuntimeService()), Policy: gc.DefaultPolicy(),

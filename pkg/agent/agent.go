@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/config"
@@ -86,6 +87,12 @@ type Agent struct {
 	workers  *worker.Workers
 	killer   *worker.Killer
 
+	// admit checks new pods (nil: all admitted); rejected are the UIDs of
+	// the pods it refused, which never run. Sync loop goroutine only.
+	admit    AdmitFunc
+	recorder record.EventRecorder
+	rejected sets.Set[types.UID]
+
 	// observed is each pod worker's last runtime read, against which
 	// relist events are checked.
 	observed observations
@@ -102,7 +109,7 @@ func New(cfg Config, rt PodRuntime, relister Relister, updates <-chan config.Pod
 	}
 	return &Agent{
 		cfg: cfg, rt: rt, relister: relister, updates: updates, sources: sources,
-		pods: pods, statuses: statuses, seen: sets.New[string](),
+		pods: pods, statuses: statuses, seen: sets.New[string](), rejected: sets.New[types.UID](),
 	}
 }
 
@@ -138,7 +145,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 			a.handleUpdate(u)
 		case c := <-a.relister.Changed():
-			if p, ok := a.pods.PodByUID(c.UID); ok {
+			if p, ok := a.pods.PodByUID(c.UID); ok && !a.rejected.Has(c.UID) {
 				a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: worker.Sync,
 					Relisted: &worker.Relisted{Fingerprint: c.Fingerprint, At: c.ListedAt}})
 			}
@@ -168,6 +175,10 @@ func (a *Agent) handleUpdate(u config.PodUpdate) {
 			a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: worker.Kill, GracePeriod: p.DeletionGracePeriodSeconds})
 		case config.REMOVE:
 			a.pods.RemovePod(p)
+			if a.forgetRejected(p.UID) {
+				a.forget(p.UID)
+				continue
+			}
 			a.workers.Update(worker.Work{Pod: p, Type: worker.Kill, Forget: true})
 		case config.SET:
 			klog.InfoS("Ignoring snapshot update in incremental mode", "source", u.Source)
@@ -178,6 +189,9 @@ func (a *Agent) handleUpdate(u config.PodUpdate) {
 func (a *Agent) dispatch(p *v1.Pod, t worker.UpdateType) {
 	if p.DeletionTimestamp != nil {
 		t = worker.Kill
+	}
+	if t != worker.Kill && !a.admitted(p, t == worker.Create) {
+		return
 	}
 	a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: t, GracePeriod: p.DeletionGracePeriodSeconds})
 }
@@ -252,7 +266,7 @@ func (a *Agent) handleMirror(op config.Operation, mirror *v1.Pod) {
 	if op == config.RECONCILE {
 		return
 	}
-	if static, ok := a.pods.StaticPodOf(mirror); ok {
+	if static, ok := a.pods.StaticPodOf(mirror); ok && !a.rejected.Has(static.UID) {
 		a.workers.Update(worker.Work{Pod: static, MirrorPod: a.mirrorOf(static), Type: worker.Sync})
 	}
 }

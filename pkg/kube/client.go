@@ -9,6 +9,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +59,12 @@ type AccessReviewer interface {
 	Create(ctx context.Context, review *authorizationv1.SubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
 }
 
+// RuntimeClassGetter reads RuntimeClasses (node.k8s.io/v1), which map a
+// pod's runtimeClassName to a CRI runtime handler.
+type RuntimeClassGetter interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*nodev1.RuntimeClass, error)
+}
+
 // Interface is the API as nodelet sees it. namespace "" means all
 // namespaces where that makes sense (lists and watches).
 type Interface interface {
@@ -70,11 +77,13 @@ type Interface interface {
 	ServiceAccounts(namespace string) TokenRequester
 	TokenReviews() TokenReviewer
 	SubjectAccessReviews() AccessReviewer
+	RuntimeClasses() RuntimeClassGetter
 }
 
 // Clientset is Interface over HTTP.
 type Clientset struct {
 	core, coordination, authentication, authorization rest.Interface
+	node                                              rest.Interface
 }
 
 var _ Interface = (*Clientset)(nil)
@@ -106,6 +115,7 @@ func NewForConfig(c *rest.Config) (*Clientset, error) {
 		{&cs.coordination, coordinationv1.SchemeGroupVersion},
 		{&cs.authentication, authenticationv1.SchemeGroupVersion},
 		{&cs.authorization, authorizationv1.SchemeGroupVersion},
+		{&cs.node, nodev1.SchemeGroupVersion},
 	} {
 		rc, err := restClient(cfg, g.gv, httpClient)
 		if err != nil {
@@ -171,6 +181,10 @@ func (c *Clientset) SubjectAccessReviews() AccessReviewer {
 	return gentype.NewClient("subjectaccessreviews", c.authorization, ParameterCodec, "",
 		func() *authorizationv1.SubjectAccessReview { return &authorizationv1.SubjectAccessReview{} },
 		gentype.PrefersProtobuf[*authorizationv1.SubjectAccessReview]())
+}
+
+func (c *Clientset) RuntimeClasses() RuntimeClassGetter {
+	return resource(c.node, "runtimeclasses", "", func() *nodev1.RuntimeClass { return &nodev1.RuntimeClass{} }, func() *nodev1.RuntimeClassList { return &nodev1.RuntimeClassList{} })
 }
 
 type tokenRequester struct {

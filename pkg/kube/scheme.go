@@ -5,6 +5,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,6 +28,7 @@ var groups = []func(*runtime.Scheme) error{
 	coordinationv1.AddToScheme,
 	authenticationv1.AddToScheme,
 	authorizationv1.AddToScheme,
+	nodev1.AddToScheme,
 }
 
 func init() {

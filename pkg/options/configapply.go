@@ -37,6 +37,8 @@ var supportedConfigFields = []string{
 	"imageGCLowThresholdPercent",
 	"maxPods",
 	"resolvConf",
+	"seccompDefault",
+	"allowedUnsafeSysctls",
 	"containerLogMaxSize",
 	"containerLogMaxFiles",
 	"logging.verbosity",
@@ -90,6 +92,10 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setNonZero(&o.MaxPods, int(kc.MaxPods))
 	// resolvConf: "" is meaningful (disable), so only nil keeps the default.
 	setPtr(&o.ResolvConf, kc.ResolverConfig)
+	setPtr(&o.SeccompDefault, kc.SeccompDefault)
+	if len(kc.AllowedUnsafeSysctls) > 0 {
+		o.AllowedUnsafeSysctls = kc.AllowedUnsafeSysctls
+	}
 	setString(&o.ContainerLogMaxSize, kc.ContainerLogMaxSize)
 	if kc.ContainerLogMaxFiles != nil {
 		o.ContainerLogMaxFiles = int(*kc.ContainerLogMaxFiles)

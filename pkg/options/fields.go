@@ -65,7 +65,6 @@ volumePluginDir: /usr/libexec/kubernetes/kubelet-plugins/volume/exec/
 enableSystemLogHandler: true
 enableProfilingHandler: true
 enableDebugFlagsHandler: true
-seccompDefault: false
 failCgroupV1: false
 memoryThrottlingFactor: 0.9
 localStorageCapacityIsolation: true

@@ -198,6 +198,10 @@ func flagSpecs() []flagSpec {
 			func(o *Options) *string { return &o.ClusterDomain }),
 		stringFlag("resolv-conf", "Resolver configuration file pods with dnsPolicy Default inherit. Empty disables it.",
 			func(o *Options) *string { return &o.ResolvConf }),
+		boolFlag("seccomp-default", "Run containers that set no seccomp profile with the runtime's default profile (RuntimeDefault) instead of Unconfined.",
+			func(o *Options) *bool { return &o.SeccompDefault }),
+		stringSliceFlag("allowed-unsafe-sysctls", "Comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set besides the safe ones. Each must be namespaced.",
+			func(o *Options) *[]string { return &o.AllowedUnsafeSysctls }),
 
 		boolFlag("register-node", "Register the node with the API server.",
 			func(o *Options) *bool { return &o.RegisterNode }),

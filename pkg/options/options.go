@@ -84,6 +84,14 @@ type Options struct {
 	// dnsPolicy Default inherit; empty disables inheriting.
 	ResolvConf string
 
+	// SeccompDefault is --seccomp-default / seccompDefault: containers that
+	// ask for no seccomp profile get the runtime's default one.
+	SeccompDefault bool
+	// AllowedUnsafeSysctls is --allowed-unsafe-sysctls /
+	// allowedUnsafeSysctls: sysctls (or prefixes ending in '*') pods may
+	// set beyond the safe set.
+	AllowedUnsafeSysctls []string
+
 	// RegisterNode is --register-node.
 	RegisterNode bool
 	// NodeStatusUpdateFrequency is --node-status-update-frequency.

@@ -150,6 +150,8 @@ imageGCHighThresholdPercent: 70
 imageGCLowThresholdPercent: 60
 maxPods: 50
 resolvConf: /run/systemd/resolve/resolv.conf
+seccompDefault: true
+allowedUnsafeSysctls: ["net.core.somaxconn", "kernel.msg*"]
 containerLogMaxSize: 20Mi
 containerLogMaxFiles: 3
 logging: {verbosity: 2}
@@ -191,6 +193,8 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		ClusterDNS:                  []string{"10.96.0.10"},
 		ClusterDomain:               "cluster.local",
 		ResolvConf:                  "/run/systemd/resolve/resolv.conf",
+		SeccompDefault:              true,
+		AllowedUnsafeSysctls:        []string{"net.core.somaxconn", "kernel.msg*"},
 		RegisterNode:                false,
 		NodeStatusUpdateFrequency:   20 * time.Second,
 		NodeLeaseDurationSeconds:    60,

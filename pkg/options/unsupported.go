@@ -33,11 +33,9 @@ var (
 		"rotate-certificates",
 		"rotate-server-certificates",
 		"runonce",
-		"seccomp-default",
 		"serialize-image-pulls",
 	}
 	unsupportedValueFlags = []string{
-		"allowed-unsafe-sysctls",
 		"authentication-token-webhook-cache-ttl",
 		"authorization-webhook-cache-authorized-ttl",
 		"authorization-webhook-cache-unauthorized-ttl",

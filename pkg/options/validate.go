@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nodelet/nodelet/pkg/security"
 )
 
 // Validate checks the settings and returns every problem found, joined, so an
@@ -116,6 +118,9 @@ func (o *Options) Validate() error {
 		if msgs := validation.IsDNS1123Subdomain(o.Hostname); len(msgs) > 0 {
 			add("node name %q (from --hostname-override or the host name) is invalid: %s", o.Hostname, strings.Join(msgs, "; "))
 		}
+	}
+	if _, err := security.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
+		add("--allowed-unsafe-sysctls: %v", err)
 	}
 	return errors.Join(errs...)
 }

@@ -20,6 +20,11 @@ func TestValidate(t *testing.T) {
 		want   []string // substrings; none means valid
 	}{
 		{"defaults", func(*Options) {}, nil},
+		{"allowed unsafe sysctls", func(o *Options) { o.AllowedUnsafeSysctls = []string{"net.core.somaxconn", "net.ipv6.*", "kernel.msg*"} }, nil},
+		{"node-level unsafe sysctl", func(o *Options) { o.AllowedUnsafeSysctls = []string{"vm.swappiness"} },
+			[]string{`--allowed-unsafe-sysctls: the sysctls "vm.swappiness" are not known to be namespaced`}},
+		{"bad sysctl pattern", func(o *Options) { o.AllowedUnsafeSysctls = []string{"net.*.x"} },
+			[]string{`--allowed-unsafe-sysctls: sysctl "net.*.x" must have at most 253 characters`}},
 		{"gc low above high", func(o *Options) { o.ImageGCLowThresholdPercent, o.ImageGCHighThresholdPercent = 85, 80 },
 			[]string{"--image-gc-low-threshold (85) must be less than --image-gc-high-threshold (80)"}},
 		{"gc out of range", func(o *Options) { o.ImageGCHighThresholdPercent = 101 },

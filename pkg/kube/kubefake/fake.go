@@ -29,6 +29,8 @@ func (c clientset) SubjectAccessReviews() kube.AccessReviewer {
 	return c.cs.AuthorizationV1().SubjectAccessReviews()
 }
 
+func (c clientset) RuntimeClasses() kube.RuntimeClassGetter { return c.cs.NodeV1().RuntimeClasses() }
+
 // IsWatchListSemanticsUnSupported tells informers (cache.ToListWatcherWithWatchListSemantics)
 // what the wrapped clientset says: the fake one cannot stream a watch list.
 func (c clientset) IsWatchListSemanticsUnSupported() bool {

@@ -27,6 +27,9 @@ type ConfigOptions struct {
 	// policy. With no ClusterDNS such pods use the node's resolver.
 	ClusterDNS    []string
 	ClusterDomain string
+	// SeccompDefault is --seccomp-default: containers that ask for no
+	// seccomp profile get the runtime's default instead of none.
+	SeccompDefault bool
 	// HostDNS is the node's resolver configuration (see ParseResolvConf).
 	// Nil means "let the runtime copy the node's /etc/resolv.conf".
 	HostDNS *runtimeapi.DNSConfig
@@ -52,6 +55,10 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, opts ConfigOptions) (*runtimeapi
 		PodUID:       pod.UID,
 		HostNetwork:  pod.Spec.HostNetwork,
 	}
+	sc, err := sandboxSecurityContext(pod, opts)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -67,7 +74,7 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, opts ConfigOptions) (*runtimeapi
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			// Empty: the runtime's default cgroup; QoS cgroups come later.
 			CgroupParent:    "",
-			SecurityContext: sandboxSecurityContext(pod),
+			SecurityContext: sc,
 		},
 	}
 	// A host-network sandbox has the node's hostname; setting one would
@@ -94,6 +101,11 @@ type ContainerParams struct {
 	// PodIPs are the sandbox's IPs, needed only by env entries that refer
 	// to status.podIP(s).
 	PodIPs []string
+	// ImageUID and ImageUser are the user the image runs as (CRI
+	// ImageStatus): a uid, else a name; neither means root. They decide
+	// runAsNonRoot and the user of a container that sets none.
+	ImageUID  *int64
+	ImageUser string
 }
 
 // ContainerConfig builds the config of one container instance. It fails
@@ -114,6 +126,10 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 	}
 	if len(c.EnvFrom) > 0 {
 		return nil, fmt.Errorf("container %q: envFrom %w", c.Name, ErrUnsupported)
+	}
+	sc, err := containerSecurityContext(pod, c, p, opts)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
 	lookup := envLookup(env)
 	id := ContainerIdentity{
@@ -150,7 +166,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       containerResources(c),
-			SecurityContext: containerSecurityContext(pod, c),
+			SecurityContext: sc,
 		},
 	}
 	return cfg, nil
@@ -217,78 +233,6 @@ func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
 	return ns
-}
-
-func sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
-	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		sc.SupplementalGroups = supplementalGroups(psc)
-	}
-	// The runtime refuses a privileged container in an unprivileged
-	// sandbox.
-	for _, c := range allContainers(pod) {
-		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
-			sc.Privileged = true
-		}
-	}
-	return sc
-}
-
-func containerSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
-	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		sc.SupplementalGroups = supplementalGroups(psc)
-	}
-	csc := c.SecurityContext
-	if csc == nil {
-		return sc
-	}
-	// Container settings override the pod's.
-	if csc.RunAsUser != nil {
-		sc.RunAsUser = &runtimeapi.Int64Value{Value: *csc.RunAsUser}
-	}
-	if csc.RunAsGroup != nil {
-		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *csc.RunAsGroup}
-	}
-	if csc.Privileged != nil {
-		sc.Privileged = *csc.Privileged
-	}
-	if csc.ReadOnlyRootFilesystem != nil {
-		sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
-	}
-	if csc.AllowPrivilegeEscalation != nil {
-		sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
-	}
-	if caps := csc.Capabilities; caps != nil {
-		sc.Capabilities = &runtimeapi.Capability{}
-		for _, a := range caps.Add {
-			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
-		}
-		for _, d := range caps.Drop {
-			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
-		}
-	}
-	return sc
-}
-
-func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
-	var g []int64
-	if psc.FSGroup != nil {
-		g = append(g, *psc.FSGroup)
-	}
-	return append(g, psc.SupplementalGroups...)
 }
 
 // CPU and memory limits become cgroup settings the way the API documents

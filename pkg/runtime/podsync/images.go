@@ -14,11 +14,14 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
+	"github.com/nodelet/nodelet/pkg/security"
 )
 
 // imageResult is the outcome of making one image available.
 type imageResult struct {
-	ref        string // resolved image to create containers from
+	ref string // resolved image to create containers from
+	// user is the image's user when ImageStatus was read, else nil.
+	user       *imageUser
 	waiting    *runtime.ContainerWaiting
 	err        error
 	retryAfter time.Duration
@@ -61,7 +64,7 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		}
 		if img != nil {
 			s.event(pod, v1.EventTypeNormal, ReasonPulled, "Container image %q already present on machine", image)
-			return imageResult{ref: img.Id}
+			return imageResult{ref: img.Id, user: userOf(img)}
 		}
 		if policy == v1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
@@ -173,4 +176,37 @@ func (p *pullBackoff) forgetPod(uid types.UID) {
 			delete(p.failedAt, key)
 		}
 	}
+}
+
+// imageUser is the user an image runs as: a uid, else a name; neither
+// means root.
+type imageUser struct {
+	uid  *int64
+	name string
+}
+
+func userOf(img *runtimeapi.Image) *imageUser {
+	u := &imageUser{name: img.GetUsername()}
+	if img.GetUid() != nil {
+		uid := img.GetUid().GetValue()
+		u.uid, u.name = &uid, ""
+	}
+	return u
+}
+
+// imageUserOf returns the user of the container's resolved image, reading
+// it from the runtime only when the container's config depends on it and
+// ensureImage did not read it (after a pull).
+func (s *Syncer) imageUserOf(ctx context.Context, pod *v1.Pod, c *v1.Container, img imageResult) (*imageUser, error) {
+	if img.user != nil || !security.NeedsImageUser(pod, c) {
+		return img.user, nil
+	}
+	st, err := s.rt.ImageStatus(ctx, img.ref)
+	if err != nil {
+		return nil, fmt.Errorf("read the user of image %q: %w", c.Image, err)
+	}
+	if st == nil {
+		return nil, fmt.Errorf("read the user of image %q: image %s is gone", c.Image, img.ref)
+	}
+	return userOf(st), nil
 }

@@ -18,12 +18,20 @@ import (
 // startContainer creates and starts one planned container instance. On
 // failure it returns the waiting reason to report along with the error.
 func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start, sandboxID string,
-	sbConfig *runtimeapi.PodSandboxConfig, imageRef string, podIPs []string) (runtime.ContainerWaiting, error) {
-	cfg, err := cri.ContainerConfig(pod, st.Spec, cri.ContainerParams{
+	sbConfig *runtimeapi.PodSandboxConfig, img imageResult, podIPs []string) (runtime.ContainerWaiting, error) {
+	params := cri.ContainerParams{
 		RestartCount: st.RestartCount,
-		ImageRef:     imageRef,
+		ImageRef:     img.ref,
 		PodIPs:       podIPs,
-	}, s.opts.Config)
+	}
+	user, err := s.imageUserOf(ctx, pod, st.Spec, img)
+	if user != nil {
+		params.ImageUID, params.ImageUser = user.uid, user.name
+	}
+	var cfg *runtimeapi.ContainerConfig
+	if err == nil {
+		cfg, err = cri.ContainerConfig(pod, st.Spec, params, s.opts.Config)
+	}
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
 		return runtime.ContainerWaiting{Reason: ReasonCreateContainerConfigError, Message: err.Error()},

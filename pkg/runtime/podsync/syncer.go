@@ -98,6 +98,9 @@ type Options struct {
 	// Clock defaults to the real clock.
 	Clock   clock.Clock
 	Metrics Metrics
+	// RuntimeClasses resolves a pod's runtimeClassName to a CRI runtime
+	// handler. nil (standalone): pods naming a RuntimeClass are refused.
+	RuntimeClasses RuntimeClasses
 	// Volumes makes the volumes with content from the API server
 	// (projected service-account tokens, ...). nil (standalone): such
 	// volumes fail the pod as unsupported.
@@ -234,7 +237,11 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 	}
 	sbConfig, err := cri.SandboxConfig(pod, attempt, cfgOpts)
 	if err != nil {
-		p.fail(fmt.Errorf("sandbox config: %w", err))
+		if a.CreateSandbox {
+			// Upstream's wording: the pod stays pending with this event.
+			s.event(pod, v1.EventTypeWarning, ReasonFailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
+		}
+		p.fail(fmt.Errorf("%w: sandbox config: %w", ErrCreatePodSandbox, err))
 		return
 	}
 
@@ -276,7 +283,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 			}
 			needIPs = false
 		}
-		if w, err := s.startContainer(ctx, pod, st, sandboxID, sbConfig, img.ref, podIPs); err != nil {
+		if w, err := s.startContainer(ctx, pod, st, sandboxID, sbConfig, img, podIPs); err != nil {
 			p.wait(st.Name, w.Reason, w.Message)
 			p.fail(err)
 		}
@@ -374,8 +381,13 @@ func (s *Syncer) runSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.Po
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", fmt.Errorf("create pod log directory: %w", err)
 	}
+	handler, err := s.runtimeHandler(ctx, pod)
+	if err != nil {
+		s.event(pod, v1.EventTypeWarning, ReasonFailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
+		return "", fmt.Errorf("%w: %w", ErrCreatePodSandbox, err)
+	}
 	start := s.clock.Now()
-	id, err := s.rt.RunPodSandbox(ctx, cfg, s.opts.RuntimeHandler)
+	id, err := s.rt.RunPodSandbox(ctx, cfg, handler)
 	s.observe(OpRunSandbox, start, err)
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, ReasonFailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/agent"
+	"github.com/nodelet/nodelet/pkg/kube"
+	"github.com/nodelet/nodelet/pkg/options"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/podsync"
+	"github.com/nodelet/nodelet/pkg/security"
+)
+
+// admission builds the pod admission checks from the flags and what the
+// kernel and the runtime can enforce.
+func admission(ctx context.Context, opts *options.Options, client *cri.Client) (agent.AdmitFunc, error) {
+	kernel := security.KernelRelease()
+	sysctls, err := security.NewSysctlAllowlist(append(security.SafeSysctls(kernel), opts.AllowedUnsafeSysctls...))
+	if err != nil {
+		return nil, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+	}
+	node := security.Node{Sysctls: sysctls, AppArmor: security.HostAppArmor()}
+	if st, err := client.Status(ctx, false); err != nil {
+		klog.ErrorS(err, "Runtime status: assuming the runtime has no optional security features")
+	} else {
+		node.SupplementalGroupsPolicy = st.GetFeatures().GetSupplementalGroupsPolicy()
+	}
+	klog.InfoS("Pod security admission", "kernel", kernel, "appArmor", node.AppArmor,
+		"supplementalGroupsPolicyStrict", node.SupplementalGroupsPolicy, "allowedUnsafeSysctls", opts.AllowedUnsafeSysctls,
+		"seccompDefault", opts.SeccompDefault)
+	return func(p *v1.Pod) *security.Rejection { return security.Admit(p, node) }, nil
+}
+
+// runtimeClasses resolves RuntimeClasses through the API server.
+type runtimeClasses struct{ client kube.Interface }
+
+func (r runtimeClasses) RuntimeHandler(ctx context.Context, name string) (string, error) {
+	rc, err := r.client.RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", err
+	}
+	if err != nil {
+		return "", fmt.Errorf("failed to lookup RuntimeClass %s: %w", name, err)
+	}
+	return rc.Handler, nil
+}
+
+// runtimeClassLookup is nil standalone: pods naming a RuntimeClass are
+// then refused.
+func (c *clusterEnv) runtimeClassLookup() podsync.RuntimeClasses {
+	if c == nil {
+		return nil
+	}
+	return runtimeClasses{c.client}
+}

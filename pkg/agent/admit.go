@@ -1,0 +1,67 @@
+package agent
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/security"
+	"github.com/nodelet/nodelet/pkg/status"
+)
+
+// AdmitFunc decides whether a pod may run on this node; nil admits it.
+type AdmitFunc func(pod *v1.Pod) *security.Rejection
+
+// SetAdmission makes the agent check pods before they first run. A refused
+// pod never runs: it is given the Failed phase with the refusal's reason,
+// as upstream's admission does, and an event. Call before Run.
+func (a *Agent) SetAdmission(admit AdmitFunc, recorder record.EventRecorder) {
+	a.admit, a.recorder = admit, recorder
+}
+
+// admitted reports whether p may run. Pods are checked when they arrive
+// (created); a refused pod stays refused until it leaves the node, however
+// it is updated, so it can never start later by the back door. Only the
+// sync loop goroutine calls it.
+func (a *Agent) admitted(p *v1.Pod, created bool) bool {
+	if a.rejected.Has(p.UID) {
+		return false
+	}
+	if a.admit == nil || !created {
+		return true
+	}
+	r := a.admit(p)
+	if r == nil {
+		return true
+	}
+	a.reject(p, r)
+	return false
+}
+
+func (a *Agent) reject(p *v1.Pod, r *security.Rejection) {
+	klog.InfoS("Pod refused at admission", "pod", klog.KObj(p), "uid", p.UID, "reason", r.Reason, "message", r.Message)
+	a.rejected.Insert(p.UID)
+	if a.recorder != nil {
+		a.recorder.Eventf(p, v1.EventTypeWarning, r.Reason, "%s", r.Message)
+	}
+	st := v1.PodStatus{
+		Phase:    v1.PodFailed,
+		Reason:   r.Reason,
+		Message:  "Pod was rejected: " + r.Message,
+		QOSClass: status.QOSClass(p),
+	}
+	a.statuses.Set(p.UID, st)
+	if a.cluster != nil {
+		a.cluster.SetPodStatus(p, st)
+	}
+}
+
+// forgetRejected drops a refused pod that left the node.
+func (a *Agent) forgetRejected(uid types.UID) bool {
+	if !a.rejected.Has(uid) {
+		return false
+	}
+	a.rejected.Delete(uid)
+	return true
+}

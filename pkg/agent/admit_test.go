@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/nodelet/nodelet/pkg/config"
+	"github.com/nodelet/nodelet/pkg/pleg"
+	"github.com/nodelet/nodelet/pkg/pod"
+	"github.com/nodelet/nodelet/pkg/security"
+	"github.com/nodelet/nodelet/pkg/status"
+)
+
+func TestAdmissionRefusesPod(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := newFakeRuntime()
+	updates := make(chan config.PodUpdate, 10)
+	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan pleg.Change)},
+		updates, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+	events := record.NewFakeRecorder(10)
+	a.SetAdmission(func(p *v1.Pod) *security.Rejection {
+		if p.Name == "bad" {
+			return &security.Rejection{Reason: "SysctlForbidden", Message: `forbidden sysctl: "vm.swappiness" not allowlisted`}
+		}
+		return nil
+	}, events)
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+
+	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad"), staticPod("good")}}
+	eventually(t, "good pod running", func() bool {
+		st, ok := a.statuses.Get("good")
+		return ok && st.Phase == v1.PodRunning
+	})
+	st, ok := a.statuses.Get("bad")
+	if !ok || st.Phase != v1.PodFailed || st.Reason != "SysctlForbidden" ||
+		st.Message != `Pod was rejected: forbidden sysctl: "vm.swappiness" not allowlisted` {
+		t.Fatalf("refused pod status %+v", st)
+	}
+	if e := <-events.Events; !strings.HasPrefix(e, "Warning SysctlForbidden forbidden sysctl") {
+		t.Fatalf("event %q", e)
+	}
+	// An edit never brings a refused pod to life.
+	updates <- config.PodUpdate{Op: config.UPDATE, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad")}}
+	updates <- config.PodUpdate{Op: config.REMOVE, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad")}}
+	eventually(t, "refused pod forgotten", func() bool { _, ok := a.statuses.Get("bad"); return !ok })
+	if n := rt.count(rt.synced, "bad"); n != 0 {
+		t.Fatalf("refused pod synced %d times", n)
+	}
+	// Back with an acceptable spec under the same UID: checked afresh.
+	good := staticPod("bad")
+	good.Name = "fixed"
+	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{good}}
+	eventually(t, "fixed pod running", func() bool { return rt.count(rt.synced, "bad") > 0 })
+	cancel()
+	<-done
+}

@@ -1,0 +1,187 @@
+package cri
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/security"
+)
+
+// ErrUserNamespaces: the pod asks for its own user namespace
+// (hostUsers: false), which nodelet cannot give it on this runtime.
+var ErrUserNamespaces = errors.New("can't set `spec.hostUsers: false`, runtime does not support user namespaces")
+
+// seccomp is how the node picks seccomp profiles.
+func (o ConfigOptions) seccomp() security.Seccomp {
+	return security.Seccomp{Root: filepath.Join(o.RootDir, "seccomp"), Default: o.SeccompDefault}
+}
+
+// sandboxSecurityContext is the pod-level part of the security context:
+// user and groups, SELinux, the pod's seccomp profile, and privileged when
+// any container is (the runtime refuses a privileged container in an
+// unprivileged sandbox).
+func sandboxSecurityContext(pod *v1.Pod, opts ConfigOptions) (*runtimeapi.LinuxSandboxSecurityContext, error) {
+	ns, err := podNamespaces(pod)
+	if err != nil {
+		return nil, err
+	}
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: ns}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sc.RunAsUser = int64Value(psc.RunAsUser)
+		sc.RunAsGroup = int64Value(psc.RunAsGroup)
+		sc.SupplementalGroups = supplementalGroups(psc)
+		sc.SupplementalGroupsPolicy = groupsPolicy(psc)
+		sc.SelinuxOptions = selinuxOption(psc.SELinuxOptions)
+	}
+	for _, c := range allContainers(pod) {
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			sc.Privileged = true
+		}
+	}
+	if sc.Seccomp, err = opts.seccomp().Profile(pod, nil); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// containerSecurityContext is the effective security context of a
+// container: its own settings over the pod's, the image's user where
+// neither names one, and every field the API has, or an error for what
+// cannot be honoured (runAsNonRoot with a root image, a bad seccomp or
+// AppArmor profile).
+func containerSecurityContext(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	if err := security.VerifyRunAsNonRoot(pod, c, p.ImageUID, p.ImageUser); err != nil {
+		return nil, err
+	}
+	ns, err := podNamespaces(pod)
+	if err != nil {
+		return nil, err
+	}
+	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: ns}
+	var procMount *v1.ProcMountType
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sc.RunAsUser = int64Value(psc.RunAsUser)
+		sc.RunAsGroup = int64Value(psc.RunAsGroup)
+		sc.SelinuxOptions = selinuxOption(psc.SELinuxOptions)
+		sc.SupplementalGroups = supplementalGroups(psc)
+		sc.SupplementalGroupsPolicy = groupsPolicy(psc)
+	}
+	if csc := c.SecurityContext; csc != nil {
+		if csc.RunAsUser != nil {
+			sc.RunAsUser = int64Value(csc.RunAsUser)
+		}
+		if csc.RunAsGroup != nil {
+			sc.RunAsGroup = int64Value(csc.RunAsGroup)
+		}
+		if csc.SELinuxOptions != nil {
+			sc.SelinuxOptions = selinuxOption(csc.SELinuxOptions)
+		}
+		if csc.Privileged != nil {
+			sc.Privileged = *csc.Privileged
+		}
+		if csc.ReadOnlyRootFilesystem != nil {
+			sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
+		}
+		if csc.AllowPrivilegeEscalation != nil {
+			sc.NoNewPrivs = !*csc.AllowPrivilegeEscalation
+		}
+		if caps := csc.Capabilities; caps != nil {
+			sc.Capabilities = &runtimeapi.Capability{}
+			for _, a := range caps.Add {
+				sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
+			}
+			for _, d := range caps.Drop {
+				sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
+			}
+		}
+		procMount = csc.ProcMount
+	}
+	// A container that names no user runs as the image's, given to the
+	// runtime explicitly so that runAsGroup alone is valid too.
+	if sc.RunAsUser == nil {
+		switch {
+		case p.ImageUID != nil:
+			sc.RunAsUser = &runtimeapi.Int64Value{Value: *p.ImageUID}
+		case p.ImageUser != "":
+			sc.RunAsUsername = p.ImageUser
+		}
+	}
+	if procMount != nil && *procMount == v1.UnmaskedProcMount {
+		// Empty lists: nothing of /proc masked or read-only.
+		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
+	} else {
+		sc.MaskedPaths, sc.ReadonlyPaths = defaultMaskedPaths(), defaultReadonlyPaths
+	}
+	if sc.Seccomp, err = opts.seccomp().Profile(pod, c); err != nil {
+		return nil, err
+	}
+	if sc.Apparmor, sc.ApparmorProfile, err = security.AppArmorSecurityProfile(pod, c); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// podNamespaces is namespaceOptions plus the user namespace: the node's,
+// or a refusal for hostUsers: false, which needs ID mappings this runtime
+// (containerd 1.6 reports no user namespace support) cannot apply.
+func podNamespaces(pod *v1.Pod) (*runtimeapi.NamespaceOption, error) {
+	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		return nil, ErrUserNamespaces
+	}
+	return namespaceOptions(pod), nil
+}
+
+func int64Value(v *int64) *runtimeapi.Int64Value {
+	if v == nil {
+		return nil
+	}
+	return &runtimeapi.Int64Value{Value: *v}
+}
+
+func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
+	var g []int64
+	if psc.FSGroup != nil {
+		g = append(g, *psc.FSGroup)
+	}
+	return append(g, psc.SupplementalGroups...)
+}
+
+func groupsPolicy(psc *v1.PodSecurityContext) runtimeapi.SupplementalGroupsPolicy {
+	if psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
+		return runtimeapi.SupplementalGroupsPolicy_Strict
+	}
+	return runtimeapi.SupplementalGroupsPolicy_Merge
+}
+
+func selinuxOption(o *v1.SELinuxOptions) *runtimeapi.SELinuxOption {
+	if o == nil {
+		return nil
+	}
+	return &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
+}
+
+// The /proc and /sys paths a container with the default procMount must
+// not see or write, the list runtimes (moby, containerd) use.
+var (
+	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+	defaultMaskedPaths   = sync.OnceValue(func() []string {
+		paths := []string{
+			"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+			"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+			"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+		}
+		// Per-CPU thermal throttle counters leak host activity.
+		matches, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/thermal_throttle")
+		for _, m := range matches {
+			if _, err := os.Stat(m); err == nil {
+				paths = append(paths, m)
+			}
+		}
+		return paths
+	})
+)

@@ -1,0 +1,90 @@
+package security
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Rejection is why a pod is refused at admission: it never runs on this
+// node, and its status becomes Failed with Reason and Message, as the
+// upstream kubelet's admission handlers do.
+type Rejection struct {
+	Reason  string
+	Message string
+}
+
+// Admission reasons besides ReasonSysctlForbidden.
+const (
+	ReasonAppArmor                             = "AppArmor"
+	ReasonSupplementalGroupsPolicyNotSupported = "SupplementalGroupsPolicyNotSupported"
+	// ReasonProcMount refuses an Unmasked /proc without a user namespace,
+	// which the API server's validation refuses for API pods; static pods
+	// reach nodelet without it.
+	ReasonProcMount = "ProcMountForbidden"
+)
+
+// Node is what admission needs to know about the node and its runtime.
+type Node struct {
+	Sysctls *SysctlAllowlist
+	// AppArmor is whether the kernel enforces AppArmor (HostAppArmor).
+	AppArmor bool
+	// SupplementalGroupsPolicy is whether the runtime honours
+	// supplementalGroupsPolicy: Strict.
+	SupplementalGroupsPolicy bool
+}
+
+// Admit decides whether pod may run on the node; nil admits it. The checks
+// run in the upstream kubelet's order and the first refusal wins.
+func Admit(pod *v1.Pod, node Node) *Rejection {
+	if node.Sysctls != nil {
+		if r := node.Sysctls.AdmitSysctls(pod); r != nil {
+			return r
+		}
+	}
+	if err := validateAppArmor(pod, node.AppArmor); err != nil {
+		return &Rejection{Reason: ReasonAppArmor, Message: fmt.Sprintf("Cannot enforce AppArmor: %v", err)}
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.SupplementalGroupsPolicy != nil &&
+		*sc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict && !node.SupplementalGroupsPolicy {
+		return &Rejection{
+			Reason:  ReasonSupplementalGroupsPolicyNotSupported,
+			Message: fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", v1.SupplementalGroupsPolicyStrict),
+		}
+	}
+	if name, ok := unmaskedWithoutUserNamespace(pod); ok {
+		return &Rejection{
+			Reason:  ReasonProcMount,
+			Message: fmt.Sprintf("container %q: procMount Unmasked requires `hostUsers: false`", name),
+		}
+	}
+	return nil
+}
+
+func unmaskedWithoutUserNamespace(pod *v1.Pod) (string, bool) {
+	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		return "", false
+	}
+	for _, c := range AllContainers(pod) {
+		if sc := c.SecurityContext; sc != nil && sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount {
+			return c.Name, true
+		}
+	}
+	return "", false
+}
+
+// AllContainers returns the pod's init, regular and ephemeral containers'
+// specs, in that order.
+func AllContainers(pod *v1.Pod) []*v1.Container {
+	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)+len(pod.Spec.EphemeralContainers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		out = append(out, (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	return out
+}
