@@ -1,0 +1,220 @@
+package prober
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/metrics"
+	"github.com/nodelet/nodelet/pkg/runtime"
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Exec runs exec probes (cri.Client).
+	Exec Execer
+	// Recorder receives Unhealthy and ProbeWarning events; nil: none.
+	Recorder record.EventRecorder
+	// OnChange is called, from a probe's goroutine, when what the View of
+	// a pod says changed: a container turned ready or not, started, or
+	// failed its liveness or startup probe. It must not block: it is meant
+	// to wake the pod's worker.
+	OnChange func(uid types.UID)
+	// KubeVersion is the "<major>.<minor>" of the User-Agent of HTTP and
+	// gRPC probes (kube-probe/1.37), which servers may match on.
+	KubeVersion string
+}
+
+// Manager owns the probe workers of every pod on the node.
+type Manager struct {
+	ctx      context.Context
+	opts     Options
+	handlers handlers
+	// begun is when the manager started: containers already running then
+	// were adopted from an earlier nodelet.
+	begun time.Time
+	wg    sync.WaitGroup
+
+	mu   sync.Mutex
+	pods map[types.UID]*podProbes
+}
+
+// podProbes is what the manager keeps of one pod.
+type podProbes struct {
+	pod        *v1.Pod
+	containers map[string]*instance
+	labels     map[string]metrics.ProbeLabels // every probe series ever used, for cleanup
+}
+
+// instance is one probed container instance.
+type instance struct {
+	spec    *v1.Container
+	state   Container
+	workers map[Kind]*worker
+}
+
+// New returns a Manager whose workers all stop when ctx ends.
+func New(ctx context.Context, opts Options) *Manager {
+	if opts.KubeVersion == "" {
+		opts.KubeVersion = "1.37"
+	}
+	ua := "kube-probe/" + opts.KubeVersion
+	return &Manager{
+		ctx: ctx, opts: opts, begun: time.Now(),
+		handlers: handlers{exec: opts.Exec, tr: newTransport(), userAgent: ua},
+		pods:     map[types.UID]*podProbes{},
+	}
+}
+
+// Wait blocks until every worker has returned (after the context ended).
+func (m *Manager) Wait() { m.wg.Wait() }
+
+// Observe tells the manager what runs of pod: it starts probing every
+// running container instance with probes that it does not probe yet, and
+// stops probing instances that no longer run. podIP is the address HTTP,
+// TCP and gRPC probes go to by default (the host's for a host-network pod).
+// A pod being deleted keeps only its readiness probes.
+func (m *Manager) Observe(pod *v1.Pod, rs *runtime.PodStatus, podIP string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pp := m.pods[pod.UID]
+	want := targets(pod, rs)
+	if len(want) == 0 && pp == nil {
+		return
+	}
+	if pp == nil {
+		pp = &podProbes{containers: map[string]*instance{}, labels: map[string]metrics.ProbeLabels{}}
+		m.pods[pod.UID] = pp
+	}
+	pp.pod = pod
+	for name, inst := range pp.containers {
+		if t, ok := want[name]; !ok || t.id != inst.state.ID {
+			inst.stop()
+			delete(pp.containers, name)
+		}
+	}
+	terminating := pod.DeletionTimestamp != nil
+	for name, t := range want {
+		if t.id == "" {
+			continue
+		}
+		inst, ok := pp.containers[name]
+		if !ok {
+			st, kinds := initial(t.spec, t.id)
+			inst = &instance{spec: t.spec, state: st, workers: map[Kind]*worker{}}
+			pp.containers[name] = inst
+			m.startWorkers(pp, inst, kinds, t.startedAt, podIP)
+		}
+		if terminating {
+			for k, w := range inst.workers {
+				if stopsWhenTerminating(k) {
+					w.cancel()
+					delete(inst.workers, k)
+				}
+			}
+		}
+	}
+}
+
+// startWorkers starts the probes kinds of inst. Called with m.mu held.
+func (m *Manager) startWorkers(pp *podProbes, inst *instance, kinds []Kind, startedAt time.Time, podIP string) {
+	pod := pp.pod
+	for _, k := range kinds {
+		if pod.DeletionTimestamp != nil && stopsWhenTerminating(k) {
+			continue
+		}
+		spec := k.spec(inst.spec)
+		labels := metrics.ProbeLabels{ProbeType: k.String(), Container: inst.spec.Name, Pod: pod.Name, Namespace: pod.Namespace, PodUID: string(pod.UID)}
+		pp.labels[k.String()+"/"+inst.spec.Name] = labels
+		w := &worker{
+			m: m, kind: k, pod: pod, spec: spec, cfg: settingsOf(spec), startedAt: startedAt,
+			target: probeTarget{container: inst.spec, containerID: inst.state.ID, podIP: podIP},
+			spread: startedAt.Before(m.begun), labels: labels,
+		}
+		w.ctx, w.cancel = context.WithCancel(m.ctx)
+		inst.workers[k] = w
+		m.wg.Go(w.run)
+	}
+}
+
+func (inst *instance) stop() {
+	for _, w := range inst.workers {
+		w.cancel()
+	}
+}
+
+// record folds a result that stands into the state of w's instance and
+// reports whether w keeps probing.
+func (m *Manager) record(w *worker, r Result) bool {
+	m.mu.Lock()
+	pp := m.pods[w.pod.UID]
+	var inst *instance
+	if pp != nil {
+		inst = pp.containers[w.target.container.Name]
+	}
+	if inst == nil || inst.state.ID != w.target.containerID || inst.workers[w.kind] != w {
+		m.mu.Unlock()
+		return false // stopped meanwhile
+	}
+	next, start, keep := apply(inst.state, inst.spec, w.kind, r)
+	changed := !sameState(inst.state, next)
+	inst.state = next
+	if !keep {
+		delete(inst.workers, w.kind)
+	}
+	m.startWorkers(pp, inst, start, w.startedAt, w.target.podIP)
+	m.mu.Unlock()
+	if changed {
+		klog.V(2).InfoS("Probe result changed container state", "probeType", w.kind, "pod", klog.KObj(w.pod),
+			"container", inst.spec.Name, "started", next.Started, "ready", next.Ready, "failed", next.Failed != nil)
+		if m.opts.OnChange != nil {
+			m.opts.OnChange(w.pod.UID)
+		}
+	}
+	return keep
+}
+
+// View returns what the probes found of the pod's containers.
+func (m *Manager) View(uid types.UID) View {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pp := m.pods[uid]
+	if pp == nil || len(pp.containers) == 0 {
+		return nil
+	}
+	v := make(View, len(pp.containers))
+	for name, inst := range pp.containers {
+		v[name] = inst.state
+	}
+	return v
+}
+
+// Remove stops probing a pod that left the node and forgets its results
+// and metric series.
+func (m *Manager) Remove(uid types.UID) {
+	m.mu.Lock()
+	pp := m.pods[uid]
+	delete(m.pods, uid)
+	m.mu.Unlock()
+	if pp == nil {
+		return
+	}
+	for _, inst := range pp.containers {
+		inst.stop()
+	}
+	for l := range maps.Values(pp.labels) {
+		metrics.ForgetProbe(l)
+	}
+}
+
+func (m *Manager) event(pod *v1.Pod, eventType, reason, msg string) {
+	if m.opts.Recorder != nil {
+		m.opts.Recorder.Event(pod, eventType, reason, msg)
+	}
+}
