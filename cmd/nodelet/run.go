@@ -25,8 +25,10 @@ import (
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
+	"github.com/nodelet/nodelet/pkg/prober"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/plan"
 	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 	"github.com/nodelet/nodelet/pkg/server"
 	"github.com/nodelet/nodelet/pkg/status"
@@ -77,6 +79,15 @@ func run(ctx context.Context, opts *options.Options) error {
 	if err := registerMetrics(registry, client); err != nil {
 		return err
 	}
+	// The probes wake the agent's pod workers; the agent exists before any
+	// probe runs (probes start from its workers).
+	var ag *agent.Agent
+	probeCtx, stopProbes := context.WithCancel(ctx)
+	probes := prober.New(probeCtx, prober.Options{
+		Exec: client, Recorder: recorder,
+		OnChange: func(uid types.UID) { ag.ProbeChanged(uid) },
+	})
+	defer func() { stopProbes(); probes.Wait() }()
 	syncer := podsync.New(client, recorder, podsync.Options{
 		Config: cri.ConfigOptions{
 			PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
@@ -87,6 +98,7 @@ func run(ctx context.Context, opts *options.Options) error {
 		ResolvConf:     opts.ResolvConf,
 		Metrics:        metrics.RuntimeOperations{},
 		Volumes:        cl.volumeProvider(ctx),
+		Probes:         func(uid types.UID) plan.Probes { return probes.View(uid) },
 	})
 
 	merger := config.NewMerger(config.Incremental)
@@ -114,10 +126,11 @@ func run(ctx context.Context, opts *options.Options) error {
 	}
 
 	relister := pleg.New(client, opts.RelistPeriod)
-	ag := agent.New(agent.Config{
+	ag = agent.New(agent.Config{
 		NodeName: nodeName, HostIP: hostIP, RuntimeName: runtimeName(ctx, client),
 		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,
 	}, podRuntime{client, syncer}, relister, merger.Updates(), merger.Sources(), pods, statuses)
+	ag.SetProber(probes)
 
 	admit, err := admission(ctx, opts, client)
 	if err != nil {

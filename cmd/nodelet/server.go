@@ -162,6 +162,7 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 		PodsVersion:     d.podsVersion,
 		HealthChecks:    d.health,
 		ResourceMetrics: metrics.ResourceMetricsHandler(statsProvider.Summary),
+		ProbeMetrics:    metrics.ProbeMetricsHandler(),
 		FindPod: func(namespace, name string) (*v1.Pod, bool) {
 			return d.pods.PodByFullName(name, namespace)
 		},

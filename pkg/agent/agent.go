@@ -81,6 +81,7 @@ type Agent struct {
 	sources  sets.Set[string]
 	gc       Housekeeper
 	cluster  Cluster // nil when standalone
+	prober   Prober  // nil: no probes run
 
 	pods     *pod.Manager
 	statuses *status.Cache
@@ -170,6 +171,11 @@ func (a *Agent) handleUpdate(u config.PodUpdate) {
 			a.dispatch(p, worker.Update)
 		case config.RECONCILE:
 			a.pods.AddOrUpdatePod(p)
+			if status.ReadinessGatesChanged(p) {
+				// A readiness gate's condition changed: the pod's Ready
+				// condition follows.
+				a.dispatch(p, worker.Sync)
+			}
 		case config.DELETE:
 			a.pods.AddOrUpdatePod(p)
 			a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: worker.Kill, GracePeriod: p.DeletionGracePeriodSeconds})
@@ -275,6 +281,9 @@ func (a *Agent) handleMirror(op config.Operation, mirror *v1.Pod) {
 func (a *Agent) forget(uid types.UID) {
 	a.statuses.Delete(uid)
 	a.observed.delete(uid)
+	if a.prober != nil {
+		a.prober.Remove(uid)
+	}
 	if a.cluster != nil {
 		a.cluster.ForgetPod(uid)
 	}

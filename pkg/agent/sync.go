@@ -52,6 +52,11 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 	}
 
 	if w.Type == worker.Kill {
+		if p.DeletionTimestamp != nil && !w.Forget {
+			// The pod stops taking traffic now, not once its containers
+			// have used up their grace period.
+			a.publishStatus(w, rs, nil)
+		}
 		if err := a.rt.KillPod(ctx, p, rs, w.GracePeriod); err != nil {
 			return worker.Result{Err: fmt.Errorf("kill pod %s/%s: %w", p.Namespace, p.Name, err)}
 		}
@@ -91,9 +96,24 @@ func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[st
 		at:          readAt,
 		inSync:      w.Type != worker.Kill && a.rt.InSync(p, rs),
 	})
+	return a.publishStatus(w, rs, waiting)
+}
+
+// publishStatus generates the pod's status from rs and hands it to the
+// status cache and the API.
+func (a *Agent) publishStatus(w worker.Work, rs *runtime.PodStatus, waiting map[string]runtime.ContainerWaiting) *v1.PodStatus {
+	p := w.Pod
 	in := status.Input{
 		Pod: p, Runtime: rs, Waiting: waiting, HostIP: a.cfg.HostIP,
 		RuntimeName: a.cfg.RuntimeName, Now: time.Now(), Killed: w.Type == worker.Kill,
+	}
+	if a.prober != nil {
+		podIP := rs.PodIP()
+		if p.Spec.HostNetwork {
+			podIP = a.cfg.HostIP
+		}
+		a.prober.Observe(p, rs, podIP)
+		in.Probes = a.prober.View(p.UID)
 	}
 	if prev, ok := a.statuses.Get(p.UID); ok {
 		in.Previous = &prev

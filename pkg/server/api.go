@@ -32,6 +32,8 @@ type APIDeps struct {
 	// ResourceMetrics serves /metrics/resource, the CPU and memory usage
 	// metrics-server scrapes.
 	ResourceMetrics http.Handler
+	// ProbeMetrics serves /metrics/probes (prober_probe_total, ...).
+	ProbeMetrics http.Handler
 
 	// FindPod returns the desired pod (regular or static, never a mirror)
 	// by namespace and name.
@@ -85,6 +87,7 @@ func APIRoutes(d APIDeps) http.Handler {
 	mux.Handle("GET /pods", CachedPodsHandler(d.Pods, d.PodsVersion))
 	mux.Handle("GET /metrics", orNotImplemented(d.Metrics, "metrics"))
 	mux.Handle("GET /metrics/resource", orNotImplemented(d.ResourceMetrics, "resource metrics"))
+	mux.Handle("GET /metrics/probes", orNotImplemented(d.ProbeMetrics, "probe metrics"))
 
 	mux.Handle("GET /stats/summary", summaryHandler(d))
 	mux.Handle("POST /stats/summary", summaryHandler(d))

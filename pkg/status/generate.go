@@ -30,6 +30,17 @@ type Input struct {
 	// Killed: the pod was stopped for good (deleted); its phase becomes
 	// terminal as if its restart policy were Never.
 	Killed bool
+	// Probes is what the probes found of the pod's containers
+	// (prober.View); nil: no probe holds a running container back.
+	Probes ProbeResults
+}
+
+// ProbeResults tells what a running container instance's probes found.
+type ProbeResults interface {
+	// Started: the startup probe of instance id succeeded, or it has none.
+	Started(name, id string) bool
+	// Ready: the readiness probe of instance id succeeded, or it has none.
+	Ready(name, id string) bool
 }
 
 // Generate returns the pod status for in.
@@ -70,17 +81,18 @@ func Generate(in Input) v1.PodStatus {
 
 	sandboxReady := in.Runtime.LatestSandbox() != nil && in.Runtime.LatestSandbox().State == runtime.SandboxStateReady
 	initDone := initialized(pod, s.InitContainerStatuses)
-	containersReady := allReady(s.ContainerStatuses)
+	containersReady := containersReadiness(pod, s)
+	podReady := podReadiness(pod, containersReady)
 	s.Conditions = []v1.PodCondition{
 		condition(v1.PodReadyToStartContainers, sandboxReady, "", in.Previous, now),
 		condition(v1.PodInitialized, initDone, "ContainersNotInitialized", in.Previous, now),
-		condition(v1.ContainersReady, containersReady, "ContainersNotReady", in.Previous, now),
-		condition(v1.PodReady, containersReady, "ContainersNotReady", in.Previous, now),
+		containersReady.condition(v1.ContainersReady, in.Previous, now),
+		podReady.condition(v1.PodReady, in.Previous, now),
 		condition(v1.PodScheduled, true, "", in.Previous, now),
 	}
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
-		if c.Status == v1.ConditionFalse && c.Reason != "" {
+		if c.Status == v1.ConditionFalse && c.Reason != "" && c.Message == "" {
 			c.Message = notReadyMessage(c.Reason, s)
 		}
 	}
@@ -139,8 +151,14 @@ func containerStatus(c v1.Container, in Input) v1.ContainerStatus {
 	switch latest.State {
 	case runtime.ContainerStateRunning:
 		cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(latest.StartedAt)}
-		cs.Ready = true
-		started := true
+		started, ready := true, true
+		if in.Probes != nil {
+			started = in.Probes.Started(c.Name, latest.ID)
+			ready = started && in.Probes.Ready(c.Name, latest.ID)
+		}
+		// A pod being deleted stops taking traffic at once, before its
+		// containers are told to stop.
+		cs.Ready = ready && in.Pod.DeletionTimestamp == nil
 		cs.Started = &started
 	case runtime.ContainerStateExited:
 		started := false
@@ -269,15 +287,6 @@ func initialized(pod *v1.Pod, inits []v1.ContainerStatus) bool {
 			continue
 		}
 		if t := st.State.Terminated; t == nil || t.ExitCode != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func allReady(cs []v1.ContainerStatus) bool {
-	for _, st := range cs {
-		if !st.Ready {
 			return false
 		}
 	}

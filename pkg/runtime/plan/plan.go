@@ -65,6 +65,24 @@ func (a Actions) Idle() bool {
 type Kill struct {
 	Name   string
 	Reason string
+	// Message, when set, is the whole Killing event message (upstream's
+	// "Container c failed liveness probe, will be restarted").
+	Message string
+	// GracePeriod, when set, overrides the pod's grace period (seconds): a
+	// failed probe's own terminationGracePeriodSeconds.
+	GracePeriod *int64
+}
+
+// Probes is what the plan needs of a pod's probes (prober.View implements
+// it). nil: no probe runs; every running container is started and healthy.
+type Probes interface {
+	// Started: instance id of the named container passed its startup
+	// probe, or has none. A sidecar must be started before the next
+	// container starts.
+	Started(name, id string) bool
+	// Unhealthy returns "liveness" or "startup" when that probe of
+	// instance id failed (it must be restarted), else "".
+	Unhealthy(name, id string) string
 }
 
 // Start is one container instance to create and start.
@@ -83,10 +101,17 @@ type Start struct {
 // Compute plans a sync of pod given what runs (status may be nil: nothing
 // runs). backoff may be nil: no back-off.
 func Compute(pod *v1.Pod, status *runtime.PodStatus, backoff BackoffView, now time.Time) Actions {
+	return ComputeWithProbes(pod, status, backoff, nil, now)
+}
+
+// ComputeWithProbes is Compute for a pod whose probes found what probes
+// says (nil: nothing): a container that failed its liveness or startup
+// probe is killed and, as its restart policy says, restarted.
+func ComputeWithProbes(pod *v1.Pod, status *runtime.PodStatus, backoff BackoffView, probes Probes, now time.Time) Actions {
 	if status == nil {
 		status = &runtime.PodStatus{}
 	}
-	p := planner{pod: pod, status: status, backoff: backoff, now: now, a: Actions{
+	p := planner{pod: pod, status: status, backoff: backoff, probes: probes, now: now, a: Actions{
 		ContainersToKill:    map[string]Kill{},
 		ContainersInBackoff: map[string]time.Duration{},
 	}}
@@ -104,6 +129,7 @@ type planner struct {
 	pod     *v1.Pod
 	status  *runtime.PodStatus
 	backoff BackoffView
+	probes  Probes
 	now     time.Time
 	a       Actions
 }
@@ -201,6 +227,11 @@ func (p *planner) inSandbox() {
 			case cs.Hash != runtime.HashContainer(c):
 				p.kill(cs, "container spec changed")
 				p.start(c, false, "container spec changed")
+			case p.unhealthy(cs) != "":
+				// Counted as kept: under restartPolicy Never the pod is
+				// stopped at the next sync, after this kill said why.
+				p.restartUnhealthy(c, false, cs)
+				kept++
 			default:
 				kept++
 			}
@@ -241,7 +272,14 @@ func (p *planner) initDone() bool {
 		if isSidecar(c) {
 			// A restartable init container only has to be running for
 			// the next one to start.
+			if cs != nil && cs.State == runtime.ContainerStateRunning && p.unhealthy(cs) != "" {
+				p.restartUnhealthy(c, true, cs)
+				return false
+			}
 			if cs != nil && cs.State == runtime.ContainerStateRunning {
+				if !p.started(cs) {
+					return false // its startup probe has not passed yet
+				}
 				continue
 			}
 			if cs != nil && cs.State == runtime.ContainerStateExited {

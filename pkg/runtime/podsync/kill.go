@@ -14,6 +14,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/volumes/cleanup"
+	"github.com/nodelet/nodelet/pkg/runtime/plan"
 )
 
 // defaultGrace is the API's default terminationGracePeriodSeconds, for
@@ -77,10 +78,19 @@ func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodSt
 // running container's preStop hook runs first; the container gets the
 // grace the hook left.
 func (s *Syncer) KillContainer(ctx context.Context, pod *v1.Pod, cs *runtime.ContainerStatus, gracePeriod *int64, reason string) error {
-	grace := containerGrace(pod, cs, gracePeriod)
-	msg := fmt.Sprintf("Stopping container %s", cs.Name)
-	if reason != "" {
-		msg += ": " + reason
+	return s.killContainer(ctx, pod, cs, plan.Kill{Name: cs.Name, Reason: reason, GracePeriod: gracePeriod})
+}
+
+// killContainer is KillContainer as a plan asks: k.Message, when set, is
+// the whole Killing event message.
+func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, cs *runtime.ContainerStatus, k plan.Kill) error {
+	grace, reason := containerGrace(pod, cs, k.GracePeriod), k.Reason
+	msg := k.Message
+	if msg == "" {
+		msg = fmt.Sprintf("Stopping container %s", cs.Name)
+		if reason != "" {
+			msg += ": " + reason
+		}
 	}
 	s.event(pod, v1.EventTypeNormal, ReasonKilling, "%s", msg)
 	// The preStop hook runs before the stop signal, within the grace period.

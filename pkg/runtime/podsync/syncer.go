@@ -17,6 +17,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -108,6 +109,9 @@ type Options struct {
 	// Hooks runs lifecycle hooks; nil: a lifecycle.Runner on the runtime
 	// when it can exec (the CRI client can).
 	Hooks HookRunner
+	// Probes returns what the probes found of a pod's containers
+	// (prober.Manager.View); nil: no probes.
+	Probes func(uid types.UID) plan.Probes
 }
 
 // Syncer executes pod plans against a container runtime.
@@ -167,15 +171,23 @@ func hookRunner(rt Runtime, h HookRunner) HookRunner {
 // reasons and the first is the result's Err.
 func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus) runtime.SyncResult {
 	p := &podSync{s: s, pod: pod, status: status, res: runtime.SyncResult{Waiting: map[string]runtime.ContainerWaiting{}}}
-	p.run(ctx, plan.Compute(pod, status, s.crash, s.clock.Now()))
+	p.run(ctx, s.plan(pod, status))
 	return p.res
+}
+
+func (s *Syncer) plan(pod *v1.Pod, status *runtime.PodStatus) plan.Actions {
+	var probes plan.Probes
+	if s.opts.Probes != nil {
+		probes = s.opts.Probes(pod.UID)
+	}
+	return plan.ComputeWithProbes(pod, status, s.crash, probes, s.clock.Now())
 }
 
 // InSync reports whether SyncPod would do nothing given status: the pod
 // runs as its spec wants (plan.Actions.Idle). Pure apart from the back-off
 // state and the clock; it makes no runtime call.
 func (s *Syncer) InSync(pod *v1.Pod, status *runtime.PodStatus) bool {
-	return plan.Compute(pod, status, s.crash, s.clock.Now()).Idle()
+	return s.plan(pod, status).Idle()
 }
 
 // podSync is one SyncPod pass.
@@ -305,7 +317,7 @@ func (p *podSync) killContainers(ctx context.Context, kills map[string]plan.Kill
 	for id, k := range kills {
 		cs := p.findContainer(id)
 		go func() {
-			results <- result{k.Name, p.s.KillContainer(ctx, p.pod, cs, nil, k.Reason)}
+			results <- result{k.Name, p.s.killContainer(ctx, p.pod, cs, k)}
 		}()
 	}
 	failed := map[string]bool{}
