@@ -13,8 +13,8 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
-	"github.com/nodelet/nodelet/pkg/volumes/cleanup"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
+	"github.com/nodelet/nodelet/pkg/volumes/cleanup"
 )
 
 // defaultGrace is the API's default terminationGracePeriodSeconds, for
