@@ -13,10 +13,10 @@ import (
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/lifecycle"
 )
 
 // outcome is what a handler found. A warning is a success the user should
@@ -63,7 +63,7 @@ func (h handlers) run(ctx context.Context, p *v1.Probe, t probeTarget) (outcome,
 	case p.HTTPGet != nil:
 		return h.runHTTP(ctx, p.HTTPGet, t, timeout)
 	case p.TCPSocket != nil:
-		port, err := resolvePort(p.TCPSocket.Port, t.container)
+		port, err := lifecycle.ResolvePort(p.TCPSocket.Port, t.container)
 		if err != nil {
 			return outcomeFailure, "", err
 		}
@@ -137,35 +137,4 @@ func probeDialer() *net.Dialer {
 		})
 		return errors.Join(err, serr)
 	}}
-}
-
-// resolvePort turns a probe's port (a number, a container port's name, or
-// a number written as a string) into a port number.
-func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
-	port := -1
-	switch p.Type {
-	case intstr.Int:
-		port = p.IntValue()
-	case intstr.String:
-		found := false
-		for _, cp := range c.Ports {
-			if cp.Name == p.StrVal {
-				port, found = int(cp.ContainerPort), true
-				break
-			}
-		}
-		if !found {
-			n, err := strconv.Atoi(p.StrVal)
-			if err != nil {
-				return -1, fmt.Errorf("port %s not found", p.StrVal)
-			}
-			port = n
-		}
-	default:
-		return -1, fmt.Errorf("intOrString had no kind: %+v", p)
-	}
-	if port <= 0 || port >= 65536 {
-		return port, fmt.Errorf("invalid port number: %v", port)
-	}
-	return port, nil
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime/lifecycle"
 )
 
 // newTransport is shared by all HTTP probes: no keep-alive (each probe is
@@ -44,7 +46,7 @@ func httpRequest(ctx context.Context, g *v1.HTTPGetAction, t probeTarget, userAg
 	if host == "" {
 		host = t.podIP
 	}
-	port, err := resolvePort(g.Port, t.container)
+	port, err := lifecycle.ResolvePort(g.Port, t.container)
 	if err != nil {
 		return nil, err
 	}
