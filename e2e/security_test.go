@@ -55,7 +55,7 @@ func statusField(log, field string) string {
 	return ""
 }
 
-func waitLog(t *testing.T, n *framework.Nodelet, p *v1.Pod, container, want string) string {
+func waitContainerLog(t *testing.T, n *framework.Nodelet, p *v1.Pod, container, want string) string {
 	t.Helper()
 	var log string
 	waitFor(t, 30*time.Second, fmt.Sprintf("%s/%s log to show %q", p.Name, container, want), func() (bool, string) {
@@ -214,7 +214,7 @@ func TestSecurityContext(t *testing.T) {
 
 	t.Run("restricted", func(t *testing.T) {
 		p := n.WaitPod("restricted"+staticSuffix, 60*time.Second, "running", framework.Running)
-		log := waitLog(t, n, p, "app", "rootfs=")
+		log := waitContainerLog(t, n, p, "app", "rootfs=")
 		for field, want := range map[string]string{
 			"NoNewPrivs": "1", "Seccomp": "2", "CapEff": "0000000000000000", "CapPrm": "0000000000000000",
 			"CapBnd": "0000000000000000", "Uid": "1000 1000 1000 1000",
@@ -232,7 +232,7 @@ func TestSecurityContext(t *testing.T) {
 	t.Run("seccomp", func(t *testing.T) {
 		p := n.WaitPod("seccomp"+staticSuffix, 60*time.Second, "running", framework.Running)
 		for c, want := range map[string]string{"default": "2", "unconfined": "0", "localhost": "2"} {
-			if got := statusField(waitLog(t, n, p, c, "rootfs="), "Seccomp"); got != want {
+			if got := statusField(waitContainerLog(t, n, p, c, "rootfs="), "Seccomp"); got != want {
 				t.Errorf("container %s: Seccomp %q, want %q", c, got, want)
 			}
 		}
@@ -243,15 +243,15 @@ func TestSecurityContext(t *testing.T) {
 	})
 	t.Run("privileged", func(t *testing.T) {
 		p := n.WaitPod("privileged"+staticSuffix, 60*time.Second, "running", framework.Running)
-		priv := statusField(waitLog(t, n, p, "priv", "rootfs="), "CapEff")
-		plain := statusField(waitLog(t, n, p, "plain", "rootfs="), "CapEff")
+		priv := statusField(waitContainerLog(t, n, p, "priv", "rootfs="), "CapEff")
+		plain := statusField(waitContainerLog(t, n, p, "plain", "rootfs="), "CapEff")
 		if priv == "" || priv == plain || strings.Trim(priv, "0") == "" {
 			t.Errorf("privileged CapEff %q, unprivileged %q", priv, plain)
 		}
 	})
 	t.Run("runAsNonRoot", func(t *testing.T) {
 		p := n.WaitPod("nonroot-image"+staticSuffix, 60*time.Second, "running", framework.Running)
-		if got := statusField(waitLog(t, n, p, "app", "rootfs="), "Uid"); got != "1000 1000 1000 1000" {
+		if got := statusField(waitContainerLog(t, n, p, "app", "rootfs="), "Uid"); got != "1000 1000 1000 1000" {
 			t.Errorf("image user: Uid %q", got)
 		}
 		n.WaitPod("nonroot-root-image"+staticSuffix, 60*time.Second, "refused", waitingWith("app", "CreateContainerConfigError",
@@ -261,7 +261,7 @@ func TestSecurityContext(t *testing.T) {
 	})
 	t.Run("sysctls", func(t *testing.T) {
 		p := n.WaitPod("sysctl-ok"+staticSuffix, 60*time.Second, "running", framework.Running)
-		waitLog(t, n, p, "app", "shm_rmid_forced=1 msgmax=12345")
+		waitContainerLog(t, n, p, "app", "shm_rmid_forced=1 msgmax=12345")
 		n.WaitPod("sysctl-forbidden"+staticSuffix, 60*time.Second, "refused", refused("SysctlForbidden",
 			`Pod was rejected: forbidden sysctl: "vm.swappiness" not allowlisted`))
 		n.WaitPod("sysctl-hostnet"+staticSuffix, 60*time.Second, "refused", refused("SysctlForbidden",

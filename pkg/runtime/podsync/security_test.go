@@ -142,7 +142,7 @@ func TestSecurityContextReachesRuntime(t *testing.T) {
 	}
 	pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-		Capabilities: &v1.Capabilities{Drop: []v1.Capability{"ALL"}, Add: []v1.Capability{"NET_BIND_SERVICE"}},
+		Capabilities:   &v1.Capabilities{Drop: []v1.Capability{"ALL"}, Add: []v1.Capability{"NET_BIND_SERVICE"}},
 		SELinuxOptions: &v1.SELinuxOptions{Type: "spc_t"},
 	}
 	if res := h.sync(pod); res.Err != nil {
