@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds the test/benchmark tools from the separate tools module (tools/go.mod):
-#   kube-apiserver, etcd, kubelet (upstream v1.37.2, for side-by-side benchmarks).
+#   kube-apiserver, etcd, kubelet (upstream v1.37.2, for side-by-side benchmarks), and for the
+#   node conformance harness (hack/conformance.sh): kube-controller-manager, kube-scheduler,
+#   e2e.test (the upstream e2e suite), ginkgo (the CLI at the version the module requires)
+#   and agnhost (the suite's Swiss-army test image binary).
 # Usage: hack/build-tools.sh [OUT_DIR]      (default: _output/tools/bin)
 #        TOOLS="etcd kube-apiserver" hack/build-tools.sh   builds only those
-#        (known: etcd kube-apiserver kubelet kubectl; default: etcd kube-apiserver kubelet).
+#        (known: etcd kube-apiserver kubelet kubectl kube-controller-manager kube-scheduler
+#        e2e.test ginkgo agnhost nnp; default: etcd kube-apiserver kubelet).
 # Only binaries that are missing or stale are built. Staleness = a stamp next to each
 # binary holding the hash of tools/go.mod + tools/go.sum + the Go version + this script's
 # build flags, so a second run is instant. The Go build cache (~/.cache/go-build) makes a
@@ -34,6 +38,12 @@ declare -A PKG=(
   [kube-apiserver]="k8s.io/kubernetes/cmd/kube-apiserver"
   [kubelet]="k8s.io/kubernetes/cmd/kubelet"
   [kubectl]="k8s.io/kubernetes/cmd/kubectl" # not built by default; e2e/framework builds it if /usr/bin/kubectl is missing
+  [kube-controller-manager]="k8s.io/kubernetes/cmd/kube-controller-manager"
+  [kube-scheduler]="k8s.io/kubernetes/cmd/kube-scheduler"
+  [e2e.test]="k8s.io/kubernetes/test/e2e" # a test binary: built with `go test -c`
+  [ginkgo]="github.com/onsi/ginkgo/v2/ginkgo"
+  [agnhost]="k8s.io/kubernetes/test/images/agnhost"
+  [nnp]="k8s.io/kubernetes/test/images/nonewprivs" # the nonewprivs image's setuid program
 )
 ORDER=(etcd kube-apiserver kubelet)
 WANT=(${TOOLS:-${ORDER[@]}})
@@ -61,7 +71,11 @@ for name in "${need[@]}"; do
   start=$SECONDS
   echo "build-tools: building $name (${PKG[$name]}) ..."
   # Build into a temp name and rename, so an interrupted build never leaves a half binary.
-  go build -trimpath -ldflags "$LDFLAGS" -o "$OUT_DIR/.$name.tmp" "${PKG[$name]}"
+  if [[ "$name" == *.test ]]; then
+    go test -c -trimpath -ldflags "$LDFLAGS" -o "$OUT_DIR/.$name.tmp" "${PKG[$name]}"
+  else
+    go build -trimpath -ldflags "$LDFLAGS" -o "$OUT_DIR/.$name.tmp" "${PKG[$name]}"
+  fi
   mv -f "$OUT_DIR/.$name.tmp" "$OUT_DIR/$name"
   echo "$STAMP" > "$OUT_DIR/$name.stamp"
   echo "build-tools: $name done in $((SECONDS - start))s"
