@@ -1,7 +1,7 @@
 # Entry points. Scripts under hack/ do the work; see README.md.
 STATE ?= $(CURDIR)/_state
 
-.PHONY: build run test unit e2e bench runtime-up runtime-down tools cluster-up cluster-down fuzz
+.PHONY: build run test unit e2e bench runtime-up runtime-down tools cluster-up cluster-down fuzz conformance conformance-report
 
 build:
 	go build -o _output/bin/nodelet ./cmd/nodelet
@@ -40,3 +40,12 @@ cluster-down:
 
 fuzz:
 	go test ./pkg/config -run '^$$' -fuzz FuzzDecodeManifest -fuzztime 30s
+
+# Upstream node conformance specs against nodelet (AGENT=upstream: the upstream kubelet); see docs/CONFORMANCE.md.
+AGENT ?= nodelet
+conformance:
+	bash hack/conformance.sh --agent $(AGENT) $(if $(FOCUS),--focus '$(FOCUS)')
+
+# Rewrites docs/CONFORMANCE.md from the reports in _output/conformance/{nodelet,upstream}.
+conformance-report:
+	go run ./hack/conformance-report

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stops what hack/cluster-up.sh STATE_DIR started (kube-apiserver, then etcd), by pid file.
+# Stops what hack/cluster-up.sh STATE_DIR started (scheduler, controller manager, kube-apiserver,
+# then etcd), by pid file.
 # Safe to run twice and on a STATE_DIR that never had a cluster. Keeps logs and PKI;
 # pass --purge to also delete STATE_DIR.
 # Usage: hack/cluster-down.sh STATE_DIR [--purge]
@@ -29,6 +30,8 @@ stop() {
 }
 
 if [[ -d "$STATE" ]]; then
+  stop kube-scheduler "$STATE/admin.kubeconfig"
+  stop kube-controller-manager "$STATE/admin.kubeconfig"
   stop kube-apiserver "$STATE/tokens.csv"
   stop etcd "$STATE/etcd-data"
   rm -rf "$STATE/etcd-data"

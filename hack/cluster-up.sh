@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Starts a minimal control plane for end-to-end tests: etcd + kube-apiserver on 127.0.0.1.
 # No controller-manager, no scheduler: tests bind pods with spec.nodeName.
+# With WITH_CONTROLLERS=1 it also starts kube-controller-manager (service accounts and their
+# tokens, root CA publisher, CSR signing/approval, namespace deletion, garbage collector, ...) and
+# kube-scheduler, as the node conformance harness (hack/conformance.sh) needs.
 #
 # Usage: hack/cluster-up.sh STATE_DIR
 # Env:
 #   APISERVER_PORT  secure port of kube-apiserver (default 6443)
 #   NODE_NAME       node whose credentials go into node.kubeconfig (default: hostname, lowercased)
 #   TOOLS_BIN       where etcd/kube-apiserver live (default _output/tools/bin; built if missing)
+#   WITH_CONTROLLERS 1: also start kube-controller-manager and kube-scheduler
 #
 # Writes into STATE_DIR: admin.kubeconfig, node.kubeconfig, pki/ (CA, apiserver serving cert,
 # kubelet client cert, service-account keys), tokens.csv, cluster.env, logs/, *.pid.
@@ -26,6 +30,8 @@ PKI="$STATE/pki"
 LOGS="$STATE/logs"
 SERVER="https://127.0.0.1:$PORT"
 
+# shellcheck source=hack/lib.sh
+source "$REPO/hack/lib.sh"
 log() { echo "cluster-up: $*" >&2; }
 
 alive() { # alive PIDFILE NEEDLE: true if the pid in PIDFILE runs with NEEDLE (a path of this STATE) in its argv
@@ -44,7 +50,7 @@ cluster-up: ready in ${1}s
   node kubeconfig:  $STATE/node.kubeconfig    (user system:node:$NODE_NAME, group system:nodes)
   CA:               $PKI/ca.crt   (give it to the node agent as --client-ca-file)
   env:              $STATE/cluster.env
-  logs:             $LOGS/{etcd,kube-apiserver}.log
+  logs:             $LOGS/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler}.log
   try:              kubectl --kubeconfig $STATE/admin.kubeconfig get ns
 SUM
 }
@@ -72,25 +78,24 @@ trap cleanup EXIT
 # --- binaries -------------------------------------------------------------------------------
 ETCD="$TOOLS_BIN/etcd"
 APISERVER="$TOOLS_BIN/kube-apiserver"
-if [[ "$TOOLS_BIN" == "$REPO/_output/tools/bin" ]]; then
-  TOOLS="etcd kube-apiserver" bash "$REPO/hack/build-tools.sh" "$TOOLS_BIN" >&2
+KCM="$TOOLS_BIN/kube-controller-manager"
+SCHEDULER="$TOOLS_BIN/kube-scheduler"
+WANT_BINS=("$ETCD" "$APISERVER")
+WANT_TOOLS="etcd kube-apiserver"
+if [[ "${WITH_CONTROLLERS:-0}" == 1 ]]; then
+  WANT_BINS+=("$KCM" "$SCHEDULER")
+  WANT_TOOLS+=" kube-controller-manager kube-scheduler"
 fi
-for b in "$ETCD" "$APISERVER"; do [[ -x "$b" ]] || { log "missing $b (run hack/build-tools.sh)"; exit 1; }; done
+if [[ "$TOOLS_BIN" == "$REPO/_output/tools/bin" ]]; then
+  TOOLS="$WANT_TOOLS" bash "$REPO/hack/build-tools.sh" "$TOOLS_BIN" >&2
+fi
+for b in "${WANT_BINS[@]}"; do [[ -x "$b" ]] || { log "missing $b (run hack/build-tools.sh)"; exit 1; }; done
 # Exit code 3 = this machine lacks something (e2e/framework skips outside CI), as in hack/lib.sh.
 for c in openssl curl base64 setsid; do
   command -v "$c" >/dev/null || { log "$c is needed (apt-get install -y openssl curl coreutils util-linux)"; exit 3; }
 done
 
 # --- ports ------------------------------------------------------------------------------------
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
-  local p
-  for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 12000))
-    if port_free "$p"; then echo "$p"; return 0; fi
-  done
-  log "no free port found"; return 1
-}
 port_free "$PORT" || { log "port $PORT is in use (set APISERVER_PORT)"; exit 1; }
 ETCD_CLIENT_PORT="$(free_port)"
 ETCD_PEER_PORT="$(free_port)"
@@ -224,6 +229,40 @@ CA_JSON="$(awk 'BEGIN{ORS="\\n"} {print}' "$PKI/ca.crt")"
 ensure /api/v1/namespaces/default/serviceaccounts '{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}'
 ensure /api/v1/namespaces/default/configmaps \
   "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"kube-root-ca.crt\"},\"data\":{\"ca.crt\":\"$CA_JSON\"}}"
+
+# --- controller manager and scheduler (WITH_CONTROLLERS=1) ---------------------------------------
+# Both run as admin (system:masters): this is a throwaway loopback cluster, and one credential keeps
+# the PKI small. Their own serving ports are free loopback ports, never the well-known ones.
+if [[ "${WITH_CONTROLLERS:-0}" == 1 ]]; then
+  setsid "$KCM" \
+    --kubeconfig "$STATE/admin.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$(free_port)" \
+    --leader-elect=false \
+    --controllers '*' \
+    --service-account-private-key-file "$PKI/sa.key" \
+    --root-ca-file "$PKI/ca.crt" \
+    --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+    --service-cluster-ip-range 10.96.0.0/16 \
+    --use-service-account-credentials=false \
+    --profiling=false \
+    --v=1 \
+    </dev/null >"$LOGS/kube-controller-manager.log" 2>&1 &
+  echo $! > "$STATE/kube-controller-manager.pid"
+  setsid "$SCHEDULER" \
+    --kubeconfig "$STATE/admin.kubeconfig" \
+    --authentication-kubeconfig "$STATE/admin.kubeconfig" \
+    --authorization-kubeconfig "$STATE/admin.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$(free_port)" \
+    --leader-elect=false \
+    --profiling=false \
+    --v=1 \
+    </dev/null >"$LOGS/kube-scheduler.log" 2>&1 &
+  echo $! > "$STATE/kube-scheduler.pid"
+  sleep 1
+  for c in kube-controller-manager kube-scheduler; do
+    alive "$STATE/$c.pid" "$STATE/admin.kubeconfig" || { log "$c exited:"; tail -30 "$LOGS/$c.log" >&2; exit 1; }
+  done
+fi
 
 cat > "$STATE/cluster.env" <<ENV
 SERVER=$SERVER

@@ -170,29 +170,9 @@ build_pause() { # OUT
 }
 
 build_busybox() { # OUT
-  local root="$BUILD_DIR/busybox-root" applet links=()
-  # Must be the static one: the image has no libc for a dynamic busybox to load.
-  if ldd "$BUSYBOX_BIN" 2>/dev/null | grep -q '=>'; then
-    die_env "$BUSYBOX_BIN is dynamically linked; install busybox-static"
-  fi
-  rm -rf "$root"
-  mkdir -p "$root"/{bin,etc,root,tmp,home,var/www,usr/sbin,sbin}
-  cp "$BUSYBOX_BIN" "$root/bin/busybox"
-  # Like the official busybox image: every applet in /bin. Made by mkimage in the layer itself
-  # (--symlink) rather than with ln -s: ~270 processes take seconds on a loaded 2-core machine.
-  while IFS= read -r applet; do
-    [[ -n "$applet" && "$applet" != busybox ]] || continue
-    links+=(--symlink "/bin/$applet=busybox")
-  done < <("$BUSYBOX_BIN" --list)
-  # Scripts with "#!/usr/bin/env sh" are common in test pods.
-  links+=(--symlink "/usr/bin/env=/bin/busybox")
-  chmod 1777 "$root/tmp"
-  chmod 0700 "$root/root"
-  # Names for the users tests run as (root, and nobody for runAsNonRoot checks).
-  printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'daemon:x:1:1:daemon:/usr/sbin:/bin/false' \
-    'nobody:x:65534:65534:nobody:/home:/bin/false' >"$root/etc/passwd"
-  printf '%s\n' 'root:x:0:' 'daemon:x:1:' 'nogroup:x:65534:' >"$root/etc/group"
-  "$RT_STATE_DIR/bin/mkimage" --out "$1" --name "$BUSYBOX_IMAGE" --root "$root" --cmd '["sh"]' "${links[@]}" >/dev/null
+  local root="$BUILD_DIR/busybox-root"
+  busybox_root "$root"
+  "$RT_STATE_DIR/bin/mkimage" --out "$1" --name "$BUSYBOX_IMAGE" --root "$root" --cmd '["sh"]' "${BUSYBOX_LINKS[@]}" >/dev/null
 }
 
 import_image() { # NAME TAR
@@ -213,7 +193,7 @@ ensure_images() {
   mkdir -p "$IMAGE_CACHE" 2>/dev/null || IMAGE_CACHE="$BUILD_DIR"
   mkdir -p "$BUILD_DIR" "$IMAGE_CACHE"
   local key
-  key="$(cat "$NODELET_ROOT/images/pause/main.go" "$NODELET_ROOT/hack/mkimage/main.go" "$BUSYBOX_BIN" \
+  key="$(cat "$NODELET_ROOT/images/pause/main.go" "$NODELET_ROOT/hack/mkimage/main.go" "$BUSYBOX_BIN" "$NODELET_ROOT/hack/lib.sh" \
     "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 
   local img tar built=0
