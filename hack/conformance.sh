@@ -70,8 +70,8 @@ RUNTIME="$STATE/rt"
 # The agent's root dir lives inside the runtime's state dir, so runtime-down --purge also unmounts
 # what the agent mounted for pods (tmpfs secrets, projected volumes) and removes it.
 AGENT_DIR="$RUNTIME/agent"
-rm -rf "$REPORT_DIR"
 mkdir -p "$REPORT_DIR"
+rm -rf "$REPORT_DIR/junit.xml" "$REPORT_DIR/run.env" "$REPORT_DIR/ginkgo.log" "$REPORT_DIR/logs"
 AGENT_PID=""
 
 cleanup() {
