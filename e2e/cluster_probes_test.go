@@ -116,6 +116,22 @@ func TestClusterReadiness(t *testing.T) {
 		cpWaitPod(t, admin, "gated", 30*time.Second, "Ready once the gate is True", isReady(v1.ConditionTrue))
 		_ = pods.Delete(ctx, "gated", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)})
 	})
+
+	t.Run("TerminatingPodTurnsNotReady", func(t *testing.T) {
+		if _, err := cluster.KubectlInput(cpPodYAML("slow-stop", "trap 'sleep 5; exit 0' TERM; while true; do sleep 0.1; done", 30), "apply", "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
+		cpWaitPod(t, admin, "slow-stop", 60*time.Second, "Ready", isReady(v1.ConditionTrue))
+		if err := pods.Delete(ctx, "slow-stop", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := cpWaitPod(t, admin, "slow-stop", 30*time.Second, "not ready while terminating", func(p *v1.Pod) bool {
+			return p == nil || podCondition(p, v1.PodReady) == v1.ConditionFalse
+		})
+		if p == nil || p.Status.Phase != v1.PodRunning || !framework.Running(p) {
+			t.Fatalf("want a pod still running its 5 s of shutdown, not ready; got %+v", p)
+		}
+	})
 }
 
 // probeResultTime finds, in a nodelet log (klog text format), when the

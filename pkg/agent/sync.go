@@ -54,8 +54,11 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 	if w.Type == worker.Kill {
 		if p.DeletionTimestamp != nil && !w.Forget {
 			// The pod stops taking traffic now, not once its containers
-			// have used up their grace period.
-			a.publishStatus(w, rs, nil)
+			// have used up their grace period. Its phase is what runs until
+			// they have stopped.
+			terminating := w
+			terminating.Type = worker.Sync
+			a.publishStatus(terminating, rs, nil)
 		}
 		if err := a.rt.KillPod(ctx, p, rs, w.GracePeriod); err != nil {
 			return worker.Result{Err: fmt.Errorf("kill pod %s/%s: %w", p.Namespace, p.Name, err)}
