@@ -5,6 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +192,65 @@ func TestProbesStandalone(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestProbeGRPC probes a gRPC health server (e2e/testdata/grpchealth, built
+// into a one-file image): the service that is SERVING makes its container
+// ready, the one that is NOT_SERVING keeps its container not ready.
+func TestProbeGRPC(t *testing.T) {
+	rt := framework.StartRuntime(t)
+	rootfs := t.TempDir()
+	cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(rootfs, "grpchealth"), "./e2e/testdata/grpchealth")
+	cmd.Dir = framework.RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build grpchealth: %v\n%s", err, out)
+	}
+	if out, err := rt.MakeImage("--name", "example.com/grpchealth:1", "--root", rootfs, "--cmd", `["/grpchealth", "5000"]`); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	caFile, cert := clientPKI(t, t.TempDir())
+	port := framework.FreePort(t)
+	n := framework.StartNodelet(t, rt, "--port", strconv.Itoa(port), "--address", "127.0.0.1", "--client-ca-file", caFile,
+		"--authentication-token-webhook=false", "--authorization-mode", "AlwaysAllow")
+	n.WriteManifest("grpc.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: grpc
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: serving
+    image: example.com/grpchealth:1
+    command: ["/grpchealth", "5000"]
+    readinessProbe:
+      grpc: {port: 5000}
+      periodSeconds: 1
+  - name: down
+    image: example.com/grpchealth:1
+    command: ["/grpchealth", "5001"]
+    readinessProbe:
+      grpc: {port: 5001, service: down}
+      periodSeconds: 1
+`)
+	name := "grpc" + staticSuffix
+	n.WaitPod(name, 60*time.Second, "serving ready, down not ready", func(p *v1.Pod) bool {
+		s, d := framework.ContainerStatus(p, "serving"), framework.ContainerStatus(p, "down")
+		return framework.Running(p) && s.Ready && !d.Ready && podCondition(p, v1.PodReady) == v1.ConditionFalse
+	})
+	waitLog(t, n, 30*time.Second, `message="Readiness probe failed: service unhealthy (responded with \"NOT_SERVING\")"`)
+
+	// The node API serves the probe counters with upstream's names and labels.
+	metrics := nodeClient{base: fmt.Sprintf("https://127.0.0.1:%d", port), cert: &cert}.get(t, "/metrics/probes")
+	for _, want := range []string{
+		`prober_probe_total{container="serving",namespace="default",pod="` + name + `",pod_uid="`,
+		`probe_type="Readiness",result="successful"}`,
+		`prober_probe_total{container="down",namespace="default",pod="` + name + `",pod_uid="`,
+		`probe_type="Readiness",result="failed"}`,
+		`prober_probe_duration_seconds_bucket{container="serving",namespace="default",pod="` + name + `",probe_type="Readiness",le="`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics/probes has no %s:\n%s", want, metrics)
+		}
+	}
 }
