@@ -55,6 +55,19 @@ func (a *Agent) reject(p *v1.Pod, r *security.Rejection) {
 	if a.cluster != nil {
 		a.cluster.SetPodStatus(p, st)
 	}
+	a.stopRefused(p.UID)
+}
+
+// stopRefused stops what runs of a refused pod: containers started before
+// a restart of nodelet with other settings. It runs at the refusal and
+// whenever the relister reports the pod (its first listing may come after
+// the refusal).
+func (a *Agent) stopRefused(uid types.UID) {
+	for _, rp := range a.relister.Snapshot() {
+		if rp.UID == uid && isRunning(rp) && a.killer != nil {
+			a.killer.Kill(rp)
+		}
+	}
 }
 
 // forgetRejected drops a refused pod that left the node.

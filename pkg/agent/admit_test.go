@@ -13,6 +13,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
+	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/security"
 	"github.com/nodelet/nodelet/pkg/status"
 )
@@ -59,6 +60,28 @@ func TestAdmissionRefusesPod(t *testing.T) {
 	good.Name = "fixed"
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{good}}
 	eventually(t, "fixed pod running", func() bool { return rt.count(rt.synced, "bad") > 0 })
+	cancel()
+	<-done
+}
+
+func TestAdmissionStopsWhatRunsOfARefusedPod(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := newFakeRuntime()
+	rt.running["bad"] = true // left running by an earlier nodelet
+	relister := &fakeRelister{changed: make(chan pleg.Change), snapshot: []*runtime.Pod{{
+		UID: "bad", Source: pod.FileSource, Sandboxes: []runtime.SandboxRef{{ID: "sb", State: runtime.SandboxStateReady}}}}}
+	updates := make(chan config.PodUpdate, 10)
+	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, relister,
+		updates, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+	a.SetAdmission(func(*v1.Pod) *security.Rejection { return &security.Rejection{Reason: "AppArmor", Message: "no"} }, nil)
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad")}}
+	eventually(t, "refused pod's containers stopped", func() bool { return rt.count(rt.killed, "bad") == 1 })
+	if st, _ := a.statuses.Get("bad"); st.Phase != v1.PodFailed {
+		t.Fatalf("status %+v", st)
+	}
 	cancel()
 	<-done
 }

@@ -146,7 +146,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 			a.handleUpdate(u)
 		case c := <-a.relister.Changed():
-			if p, ok := a.pods.PodByUID(c.UID); ok && !a.rejected.Has(c.UID) {
+			if a.rejected.Has(c.UID) {
+				a.stopRefused(c.UID)
+			} else if p, ok := a.pods.PodByUID(c.UID); ok {
 				a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: worker.Sync,
 					Relisted: &worker.Relisted{Fingerprint: c.Fingerprint, At: c.ListedAt}})
 			}

@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/security"
 )
 
 // ConfigOptions are the node facts pod configs are built with.
@@ -126,6 +127,10 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 	}
 	if len(c.EnvFrom) > 0 {
 		return nil, fmt.Errorf("container %q: envFrom %w", c.Name, ErrUnsupported)
+	}
+	// Upstream's runAsNonRoot messages name the pod and container already.
+	if err := security.VerifyRunAsNonRoot(pod, c, p.ImageUID, p.ImageUser); err != nil {
+		return nil, err
 	}
 	sc, err := containerSecurityContext(pod, c, p, opts)
 	if err != nil {

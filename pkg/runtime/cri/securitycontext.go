@@ -52,12 +52,9 @@ func sandboxSecurityContext(pod *v1.Pod, opts ConfigOptions) (*runtimeapi.LinuxS
 // containerSecurityContext is the effective security context of a
 // container: its own settings over the pod's, the image's user where
 // neither names one, and every field the API has, or an error for what
-// cannot be honoured (runAsNonRoot with a root image, a bad seccomp or
-// AppArmor profile).
+// cannot be honoured (a bad seccomp or AppArmor profile). runAsNonRoot is
+// checked by ContainerConfig.
 func containerSecurityContext(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.LinuxContainerSecurityContext, error) {
-	if err := security.VerifyRunAsNonRoot(pod, c, p.ImageUID, p.ImageUser); err != nil {
-		return nil, err
-	}
 	ns, err := podNamespaces(pod)
 	if err != nil {
 		return nil, err

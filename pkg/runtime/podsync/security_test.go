@@ -41,7 +41,7 @@ func TestRunAsNonRootWithRootImage(t *testing.T) {
 	if !errors.Is(res.Err, ErrCreateContainerConfig) {
 		t.Fatalf("err %v", res.Err)
 	}
-	if ev := h.takeEvents(); !hasEvent(ev, "Warning Failed Error: container \"a\": container has runAsNonRoot") {
+	if ev := h.takeEvents(); !hasEvent(ev, "Warning Failed Error: container has runAsNonRoot and image will run as root (pod: \"web_default(uid-1)\", container: a)") {
 		t.Fatalf("events %q", ev)
 	}
 	_, rest := h.calls()
