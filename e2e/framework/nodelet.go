@@ -129,6 +129,12 @@ func NewNodelet(t testing.TB, rt *Runtime, extra ...string) *Nodelet {
 		if t.Failed() {
 			t.Logf("nodelet log (last 60 lines):\n%s", runtimeTail(n.LogFile, 60))
 		}
+		// Pods outlive nodelet, and so do the mounts it made for them
+		// (subPath binds, tmpfs volumes). Removing the temp dir through a
+		// bind would delete what it shows, e.g. a hostPath of the node.
+		if err := UnmountAll(dir); err != nil {
+			t.Errorf("unmount what nodelet left under %s: %v", dir, err)
+		}
 	})
 	return n
 }

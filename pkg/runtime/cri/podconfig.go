@@ -107,6 +107,9 @@ type ContainerParams struct {
 	// runAsNonRoot and the user of a container that sets none.
 	ImageUID  *int64
 	ImageUser string
+	// BindSubpath binds the container's subPath mounts; a container with one
+	// fails without it.
+	BindSubpath SubpathBinder
 }
 
 // ContainerConfig builds the config of one container instance. It fails
@@ -115,10 +118,6 @@ type ContainerParams struct {
 // running something else than asked.
 func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.ContainerConfig, error) {
 	env, err := containerEnv(pod, c, p.PodIPs, opts)
-	if err != nil {
-		return nil, fmt.Errorf("container %q: %w", c.Name, err)
-	}
-	mounts, err := containerMounts(pod, c, opts)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
@@ -136,7 +135,13 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
+	// Last: binding subPaths is I/O, done only for a config that is
+	// otherwise complete.
 	lookup := envLookup(env)
+	mounts, err := containerMounts(pod, c, opts, lookup, p.BindSubpath)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+	}
 	id := ContainerIdentity{
 		PodName:                  pod.Name,
 		PodNamespace:             pod.Namespace,

@@ -271,7 +271,20 @@ func TestContainerConfigUnsupported(t *testing.T) {
 		{"escaping subPath", func(p *v1.Pod) {
 			p.Spec.Volumes = []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
 			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "d", MountPath: "/x", SubPath: "../../etc"}}
-		}, "leaves the volume"},
+		}, "must not contain '..'"},
+		{"absolute subPath", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "d", MountPath: "/x", SubPath: "/etc"}}
+		}, "must be a relative path"},
+		{"subPathExpr escaping through env", func(p *v1.Pod) {
+			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "D", Value: "a/../.."}}
+			p.Spec.Volumes = []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "d", MountPath: "/x", SubPathExpr: "$(D)"}}
+		}, "must not contain '..'"},
+		{"subPath without a binder", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "d", MountPath: "/x", SubPath: "s"}}
+		}, "subPath needs a root directory and a binder"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := configPod()
@@ -314,17 +327,39 @@ func TestContainerMounts(t *testing.T) {
 	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
 		{Name: "data", MountPath: "/data", SubPath: "sub"},
 		{Name: "host", MountPath: "/srv", ReadOnly: true, MountPropagation: &htc},
+		{Name: "host", MountPath: "/logs", SubPathExpr: "logs/$(POD)"},
 	}
-	cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerParams{}, testOpts)
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "POD", Value: "web-0"}}
+	var bound []SubpathMount
+	bind := func(m SubpathMount) error { bound = append(bound, m); return nil }
+	cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerParams{BindSubpath: bind}, testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A subPath is never joined onto the volume path: the runtime mounts
+	// the node-owned bind target.
+	subpaths := "/var/lib/nodelet/pods/uid-1/volume-subpaths/"
 	want := []*runtimeapi.Mount{
-		{ContainerPath: "/data", HostPath: "/var/lib/nodelet/pods/uid-1/volumes/kubernetes.io~empty-dir/data/sub"},
+		{ContainerPath: "/data", HostPath: subpaths + "data/" + pod.Spec.Containers[0].Name + "/0"},
 		{ContainerPath: "/srv", HostPath: "/srv", Readonly: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+		{ContainerPath: "/logs", HostPath: subpaths + "host/" + pod.Spec.Containers[0].Name + "/2"},
 	}
 	if !reflect.DeepEqual(cfg.Mounts, want) {
 		t.Errorf("mounts:\n got %v\nwant %v", cfg.Mounts, want)
+	}
+	wantBound := []SubpathMount{
+		{Volume: "data", VolumePath: "/var/lib/nodelet/pods/uid-1/volumes/kubernetes.io~empty-dir/data", Path: "sub", Target: want[0].HostPath},
+		{Volume: "host", VolumePath: "/srv", Path: "logs/web-0", Target: want[2].HostPath},
+	}
+	if !reflect.DeepEqual(bound, wantBound) {
+		t.Errorf("bound:\n got %+v\nwant %+v", bound, wantBound)
+	}
+
+	// A binder that refuses fails the container config.
+	refuse := func(SubpathMount) error { return errors.New("resolves outside the volume") }
+	if _, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerParams{BindSubpath: refuse}, testOpts); err == nil ||
+		!strings.Contains(err.Error(), `volume mount "data": resolves outside the volume`) {
+		t.Errorf("refused bind: err = %v", err)
 	}
 }
 

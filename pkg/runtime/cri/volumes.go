@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -106,7 +107,66 @@ func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, erro
 	return "", fmt.Errorf("volume %q: volume type %s %w", v.Name, VolumeType(v), ErrUnsupported)
 }
 
-func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions) ([]*runtimeapi.Mount, error) {
+// SubpathMount is a volume mount with a subPath (or subPathExpr), which the
+// runtime may mount only once it has been bound safely to Target (package
+// volumes/subpath): the subPath lies in a volume the pod can write, so the path
+// itself cannot be trusted.
+type SubpathMount struct {
+	// Volume is the volume's name in the pod.
+	Volume string
+	// VolumePath is the node path backing the volume.
+	VolumePath string
+	// Path is the subPath, expanded and checked to be relative without "..".
+	Path string
+	// Target is the node-owned path to bind it to; the CRI mount's host path.
+	Target string
+}
+
+// SubpathBinder makes a SubpathMount's Target show what its Path names in
+// the volume, or fails. It does the I/O ContainerConfig leaves out.
+type SubpathBinder func(SubpathMount) error
+
+// SubpathsDir returns the directory under which a pod's subPath binds live,
+// in the upstream layout.
+func SubpathsDir(rootDir string, uid types.UID) string {
+	return filepath.Join(rootDir, "pods", string(uid), "volume-subpaths")
+}
+
+// SubpathTarget returns where the subPath of a container's index-th volume
+// mount is bound: <root>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>.
+func SubpathTarget(rootDir string, uid types.UID, volume, container string, index int) string {
+	return filepath.Join(SubpathsDir(rootDir, uid), volume, container, strconv.Itoa(index))
+}
+
+// subPathOf returns a mount's subPath, with subPathExpr expanded against the
+// container's environment, checked as the API validation checks it: relative
+// and without ".." components. "" means the whole volume.
+func subPathOf(vm *v1.VolumeMount, lookup func(string) (string, bool)) (string, error) {
+	sub := vm.SubPath
+	if vm.SubPathExpr != "" {
+		if vm.SubPath != "" {
+			return "", fmt.Errorf("volume mount %q: subPath and subPathExpr are mutually exclusive", vm.Name)
+		}
+		sub = expand(vm.SubPathExpr, lookup)
+		if sub == "" {
+			return "", fmt.Errorf("volume mount %q: subPathExpr %q expands to an empty path", vm.Name, vm.SubPathExpr)
+		}
+	}
+	if sub == "" {
+		return "", nil
+	}
+	if filepath.IsAbs(sub) {
+		return "", fmt.Errorf("volume mount %q: subPath %q must be a relative path", vm.Name, sub)
+	}
+	for _, c := range strings.Split(sub, "/") {
+		if c == ".." {
+			return "", fmt.Errorf("volume mount %q: subPath %q must not contain '..'", vm.Name, sub)
+		}
+	}
+	return sub, nil
+}
+
+func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, lookup func(string) (string, bool), bind SubpathBinder) ([]*runtimeapi.Mount, error) {
 	if len(c.VolumeMounts) == 0 {
 		return nil, nil
 	}
@@ -115,7 +175,8 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions) ([]*runti
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
 	}
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
-	for _, vm := range c.VolumeMounts {
+	for i := range c.VolumeMounts {
+		vm := &c.VolumeMounts[i]
 		v, ok := vols[vm.Name]
 		if !ok {
 			return nil, fmt.Errorf("volume mount %q: no such volume in the pod", vm.Name)
@@ -124,15 +185,24 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions) ([]*runti
 		if err != nil {
 			return nil, err
 		}
-		if vm.SubPathExpr != "" {
-			return nil, fmt.Errorf("volume mount %q: subPathExpr %w", vm.Name, ErrUnsupported)
+		sub, err := subPathOf(vm, lookup)
+		if err != nil {
+			return nil, err
 		}
-		if vm.SubPath != "" {
-			// A subPath must stay inside its volume.
-			if filepath.IsAbs(vm.SubPath) || !filepath.IsLocal(vm.SubPath) {
-				return nil, fmt.Errorf("volume mount %q: subPath %q leaves the volume", vm.Name, vm.SubPath)
+		if sub != "" {
+			if bind == nil || opts.RootDir == "" {
+				return nil, fmt.Errorf("volume mount %q: subPath needs a root directory and a binder, none configured", vm.Name)
 			}
-			hostPath = filepath.Join(hostPath, vm.SubPath)
+			sm := SubpathMount{
+				Volume:     v.Name,
+				VolumePath: hostPath,
+				Path:       sub,
+				Target:     SubpathTarget(opts.RootDir, pod.UID, v.Name, c.Name, i),
+			}
+			if err := bind(sm); err != nil {
+				return nil, fmt.Errorf("volume mount %q: %w", vm.Name, err)
+			}
+			hostPath = sm.Target
 		}
 		m := &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,

@@ -23,6 +23,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		RestartCount: st.RestartCount,
 		ImageRef:     img.ref,
 		PodIPs:       podIPs,
+		BindSubpath:  s.opts.BindSubpath,
 	}
 	user, err := s.imageUserOf(ctx, pod, st.Spec, img)
 	if user != nil {

@@ -112,6 +112,10 @@ type Options struct {
 	// Probes returns what the probes found of a pod's containers
 	// (prober.Manager.View); nil: no probes.
 	Probes func(uid types.UID) plan.Probes
+	// BindSubpath binds a container's subPath mounts before it is created.
+	// nil binds them safely on this node (package volumes/subpath); tests
+	// without mount privileges pass their own.
+	BindSubpath cri.SubpathBinder
 }
 
 // Syncer executes pod plans against a container runtime.
@@ -142,6 +146,9 @@ func New(rt Runtime, recorder record.EventRecorder, opts Options) *Syncer {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.BindSubpath == nil {
+		opts.BindSubpath = bindSubpath
 	}
 	return &Syncer{
 		rt:       rt,
