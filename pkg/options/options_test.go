@@ -70,6 +70,12 @@ func TestResolvePrecedence(t *testing.T) {
 		{"flag over default", "", []string{"--sync-frequency=45s"}, func(o *Options) any { return o.SyncFrequency }, 45 * time.Second},
 		{"flag equal to default still overrides file", "maxPods: 20", []string{"--max-pods=110"}, func(o *Options) any { return o.MaxPods }, 110},
 		{"underscore flag name", "", []string{"--pod_manifest_path=/etc/m"}, func(o *Options) any { return o.StaticPodPath }, "/etc/m"},
+		{"seccomp default flag", "", []string{"--seccomp-default"}, func(o *Options) any { return o.SeccompDefault }, true},
+		{"seccomp default flag over file", "seccompDefault: true", []string{"--seccomp-default=false"}, func(o *Options) any { return o.SeccompDefault }, false},
+		{"unsafe sysctls flag", "", []string{"--allowed-unsafe-sysctls=net.core.somaxconn,kernel.msg*"},
+			func(o *Options) any { return o.AllowedUnsafeSysctls }, []string{"net.core.somaxconn", "kernel.msg*"}},
+		{"unsafe sysctls flag over file", "allowedUnsafeSysctls: [net.core.somaxconn]", []string{"--allowed-unsafe-sysctls=kernel.sem"},
+			func(o *Options) any { return o.AllowedUnsafeSysctls }, []string{"kernel.sem"}},
 
 		{"authorization flags only", "", nil, func(o *Options) any { return o.AuthorizationMode }, "AlwaysAllow"},
 		{"authorization file default", "port: 10250", nil, func(o *Options) any { return o.AuthorizationMode }, "Webhook"},
