@@ -84,8 +84,18 @@ func newAPIServer(opts *options.Options, d apiServerDeps) (*server.Server, error
 		return nil, err
 	}
 	klog.InfoS("Node API configured", "address", addr, "clientCA", opts.ClientCAFile != "",
-		"tokenWebhook", opts.WebhookAuthentication, "anonymous", opts.AnonymousAuth, "authorization", opts.AuthorizationMode)
-	return server.NewAPIServer(addr, server.TLSConfig(cert, clientCAs), auth, deps), nil
+		"tokenWebhook", opts.WebhookAuthentication, "anonymous", opts.AnonymousAuth, "authorization", opts.AuthorizationMode, "tlsMinVersion", opts.TLSMinVersion)
+	tlsConfig := server.TLSConfig(cert, clientCAs)
+	// --tls-min-version and --tls-cipher-suites; unset keeps TLSConfig's
+	// TLS 1.2 floor and Go's suites.
+	if v := opts.TLSVersion(); v != 0 {
+		tlsConfig.MinVersion = v
+	}
+	tlsConfig.CipherSuites = opts.CipherSuiteIDs()
+	for _, w := range opts.TLSWarnings() {
+		klog.InfoS("Weak TLS setting for the node API", "warning", w)
+	}
+	return server.NewAPIServer(addr, tlsConfig, auth, deps), nil
 }
 
 // nodeAuth builds authentication and authorization from --client-ca-file,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // Defaults as upstream.
@@ -31,6 +33,9 @@ type Config struct {
 	NodeIPs []string
 	// Labels are --node-labels, set when the Node is created.
 	Labels map[string]string
+	// Taints are --register-with-taints, set when the Node is created (as
+	// upstream, never re-applied to an existing Node).
+	Taints []v1.Taint
 	// RegisterNode is --register-node: create the Node when it is missing.
 	// Without it nodelet only reports status on a Node someone else made.
 	RegisterNode bool

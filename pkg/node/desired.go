@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,6 +91,7 @@ func InitialNode(cfg Config, f Facts, now time.Time) *v1.Node {
 			Labels:      labels,
 			Annotations: map[string]string{AnnotationControllerManagedAttachDetach: "true"},
 		},
+		Spec:   v1.NodeSpec{Taints: slices.Clone(cfg.Taints)},
 		Status: DesiredStatus(cfg, f, v1.NodeStatus{}, now),
 	}
 }

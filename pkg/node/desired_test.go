@@ -336,3 +336,21 @@ func TestNodeImages(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) { tt.check(t, NodeImages(tt.in)) })
 	}
 }
+
+func TestInitialNodeTaints(t *testing.T) {
+	cfg := testConfig()
+	cfg.Taints = []v1.Taint{{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}, {Key: "gpu", Effect: v1.TaintEffectNoExecute}}
+	n := InitialNode(cfg, healthyFacts(), t0)
+	if !reflect.DeepEqual(n.Spec.Taints, cfg.Taints) {
+		t.Errorf("taints %v, want %v", n.Spec.Taints, cfg.Taints)
+	}
+	n.Spec.Taints[0].Value = "changed"
+	if cfg.Taints[0].Value != "infra" {
+		t.Error("the node shares its taints with the config")
+	}
+	// As upstream: an existing Node's taints are the cluster's, not re-applied.
+	existing := InitialNode(testConfig(), healthyFacts(), t0)
+	if out, _ := ReconcileExisting(existing, cfg); len(out.Spec.Taints) != 0 {
+		t.Errorf("taints re-applied to an existing node: %v", out.Spec.Taints)
+	}
+}

@@ -45,6 +45,9 @@ var supportedConfigFields = []string{
 	"registerNode",
 	"containerRuntimeEndpoint",
 	"imageServiceEndpoint",
+	"tlsMinVersion",
+	"tlsCipherSuites",
+	"registerWithTaints",
 }
 
 // applyConfigFile copies the supported fields the file sets onto o. A field
@@ -104,6 +107,13 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setPtr(&o.RegisterNode, kc.RegisterNode)
 	setString(&o.ContainerRuntimeEndpoint, kc.ContainerRuntimeEndpoint)
 	setString(&o.ImageServiceEndpoint, kc.ImageServiceEndpoint)
+	setString(&o.TLSMinVersion, kc.TLSMinVersion)
+	if len(kc.TLSCipherSuites) > 0 {
+		o.TLSCipherSuites = kc.TLSCipherSuites
+	}
+	if len(kc.RegisterWithTaints) > 0 {
+		o.RegisterWithTaints = kc.RegisterWithTaints
+	}
 }
 
 func setString(dst *string, v string) { setNonZero(dst, v) }

@@ -93,8 +93,15 @@ var upstreamDefaults = sync.OnceValue(func() *kubeletconfigv1beta1.KubeletConfig
 // unsupportedFieldWarnings names every field the file sets that nodelet does
 // not honour, unless it is set to its upstream default. It walks the struct by
 // reflection rather than listing the unsupported fields, so a field added to
-// KubeletConfiguration upstream is reported instead of silently dropped.
-func unsupportedFieldWarnings(kc *kubeletconfigv1beta1.KubeletConfiguration) []string {
+// KubeletConfiguration upstream is reported instead of silently dropped. The
+// fields nodelet may not ignore (refusedFields) come back as errors instead.
+func unsupportedFieldWarnings(kc *kubeletconfigv1beta1.KubeletConfiguration) ([]string, []error) {
+	return splitFieldFindings(unsupportedFields(kc))
+}
+
+// unsupportedFields returns the JSON paths of the fields unsupportedFieldWarnings
+// reports.
+func unsupportedFields(kc *kubeletconfigv1beta1.KubeletConfiguration) []string {
 	supported := make(map[string]bool, len(supportedConfigFields))
 	for _, p := range supportedConfigFields {
 		supported[p] = true
@@ -133,7 +140,7 @@ func walkUnsupported(v, def reflect.Value, prefix string, supported map[string]b
 		if !isSet(fv) || sameJSON(fv, dv) {
 			continue
 		}
-		*out = append(*out, fmt.Sprintf("config field %q is not supported by nodelet and is ignored", path))
+		*out = append(*out, path)
 	}
 }
 

@@ -35,6 +35,9 @@ func AddFlags(fs *pflag.FlagSet) {
 	for _, f := range flagSpecs() {
 		f.register(fs, d)
 	}
+	for _, f := range securityFlagSpecs() {
+		f.register(fs, d)
+	}
 	addKlogFlags(fs)
 	addUnsupportedFlags(fs)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -124,6 +125,15 @@ type Options struct {
 	WebhookAuthentication bool
 	// AuthorizationMode is --authorization-mode / authorization.mode.
 	AuthorizationMode string
+	// TLSMinVersion is --tls-min-version / tlsMinVersion ("VersionTLS12");
+	// use TLSVersion for the crypto/tls value.
+	TLSMinVersion string
+	// TLSCipherSuites is --tls-cipher-suites / tlsCipherSuites (IANA
+	// names); use CipherSuiteIDs for the crypto/tls values.
+	TLSCipherSuites []string
+	// RegisterWithTaints is --register-with-taints / registerWithTaints:
+	// the Node's taints when nodelet creates it.
+	RegisterWithTaints []v1.Taint
 
 	// Verbosity is --v, or logging.verbosity from the config file. The --v
 	// flag sets klog as it is parsed; ApplyVerbosity applies a file value.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
 )
 
 const header = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n"
@@ -139,6 +140,10 @@ address: 10.1.2.3
 port: 11250
 readOnlyPort: 10255
 tlsCertFile: /pki/tls.crt
+tlsMinVersion: VersionTLS12
+tlsCipherSuites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]
+registerWithTaints:
+- {key: dedicated, value: infra, effect: NoSchedule}
 tlsPrivateKeyFile: /pki/tls.key
 authentication:
   x509: {clientCAFile: /pki/ca.crt}
@@ -216,6 +221,9 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		AnonymousAuth:               true,
 		WebhookAuthentication:       false,
 		AuthorizationMode:           "AlwaysAllow",
+		TLSMinVersion:               "VersionTLS12",
+		TLSCipherSuites:             []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
+		RegisterWithTaints:          []v1.Taint{{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}},
 		Verbosity:                   2,
 	}
 	if !reflect.DeepEqual(o, want) {
@@ -274,8 +282,8 @@ func TestUnsupportedFieldWarnings(t *testing.T) {
 			`config field "memorySwap" is not supported by nodelet and is ignored`,
 		}},
 		{"partly supported structs named per field", "logging: {verbosity: 3, format: json}\nauthentication: {webhook: {enabled: true, cacheTTL: 1m}}", []string{
-			`config field "authentication.webhook.cacheTTL" is not supported by nodelet and is ignored`,
 			`config field "logging.format" is not supported by nodelet and is ignored`,
+			`config field "authentication.webhook.cacheTTL" is not supported by nodelet and cannot be ignored: ` + refusedFields["authentication.webhook.cacheTTL"],
 		}},
 		{"kubeadm style", `
 authentication:
@@ -296,8 +304,8 @@ logging:
 rotateCertificates: true
 runtimeRequestTimeout: 0s
 `, []string{
-			`config field "rotateCertificates" is not supported by nodelet and is ignored`,
 			`config field "cgroupDriver" is not supported by nodelet and is ignored`,
+			`config field "rotateCertificates" is not supported by nodelet and cannot be ignored: ` + refusedFields["rotateCertificates"],
 		}},
 	}
 	for _, tc := range tests {
@@ -306,7 +314,11 @@ runtimeRequestTimeout: 0s
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := unsupportedFieldWarnings(kc); !slices.Equal(got, tc.want) {
+			got, refused := unsupportedFieldWarnings(kc)
+			for _, err := range refused {
+				got = append(got, err.Error())
+			}
+			if !slices.Equal(got, tc.want) {
 				t.Errorf("warnings:\n got %q\nwant %q", got, tc.want)
 			}
 		})
@@ -315,7 +327,7 @@ runtimeRequestTimeout: 0s
 
 func TestUnsupportedFlagWarnings(t *testing.T) {
 	stubHostname(t, "host")
-	_, warnings, err := resolveArgs(t, "", "--fail-swap-on=false", "--cgroup-driver", "systemd", "--rotate-certificates", "--max-pods=5")
+	_, warnings, err := resolveArgs(t, "", "--fail-swap-on=false", "--cgroup-driver", "systemd", "--rotate-certificates=false", "--max-pods=5")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
 package options
 
 import (
+	"errors"
 	goflag "flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,14 +38,20 @@ func Load(fs *pflag.FlagSet) (*Options, []string, error) {
 func Resolve(fs *pflag.FlagSet, kc *kubeletconfigv1beta1.KubeletConfiguration) (*Options, []string, error) {
 	o := Defaults()
 	var warnings []string
+	var refused []error
 	if kc != nil {
 		o = configFileDefaults()
 		applyConfigFile(o, kc)
-		warnings = append(warnings, unsupportedFieldWarnings(kc)...)
+		w, errs := unsupportedFieldWarnings(kc)
+		warnings, refused = append(warnings, w...), append(refused, errs...)
 	}
 	warnings = append(warnings, unsupportedFlagWarnings(fs)...)
+	refused = append(refused, refusedFlagErrors(fs)...)
+	if len(refused) > 0 {
+		return nil, warnings, errors.Join(refused...)
+	}
 
-	for _, f := range flagSpecs() {
+	for _, f := range slices.Concat(flagSpecs(), securityFlagSpecs()) {
 		if !fs.Changed(f.name) {
 			continue
 		}

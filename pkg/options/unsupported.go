@@ -90,7 +90,6 @@ var (
 		"pods-per-core",
 		"provider-id",
 		"qos-reserved",
-		"register-with-taints",
 		"registry-burst",
 		"registry-qps",
 		"reserved-cpus",
@@ -101,8 +100,6 @@ var (
 		"system-cgroups",
 		"system-reserved",
 		"system-reserved-cgroup",
-		"tls-cipher-suites",
-		"tls-min-version",
 		"topology-manager-policy",
 		"topology-manager-policy-options",
 		"topology-manager-scope",
@@ -127,10 +124,13 @@ func addUnsupportedFlags(fs *pflag.FlagSet) {
 }
 
 // unsupportedFlagWarnings names every ignored flag the user set, in flag name
-// order.
+// order; refused ones are refusedFlagErrors' to report.
 func unsupportedFlagWarnings(fs *pflag.FlagSet) []string {
 	var warnings []string
 	fs.Visit(func(f *pflag.Flag) {
+		if isRefusedFlag(f) {
+			return
+		}
 		if slices.Contains(unsupportedBoolFlags, f.Name) || slices.Contains(unsupportedValueFlags, f.Name) {
 			warnings = append(warnings, fmt.Sprintf("flag --%s is not supported by nodelet and is ignored", f.Name))
 		}

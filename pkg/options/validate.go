@@ -107,6 +107,8 @@ func (o *Options) Validate() error {
 		add("--tls-cert-file and --tls-private-key-file must be set together")
 	}
 
+	errs = append(errs, o.validateTLS()...)
+	errs = append(errs, validateTaints(o.RegisterWithTaints)...)
 	errs = append(errs, validateNodeIP(o.NodeIP)...)
 	for _, s := range o.ClusterDNS {
 		if net.ParseIP(s) == nil {

@@ -106,7 +106,7 @@ var DefaultTokenCache = CacheOptions{AllowTTL: defaultAuthnCacheTTL, DenyTTL: de
 // by a hash of the token. On success the header is removed, so it is never
 // passed on to the runtime's streaming server.
 func TokenAuthenticator(review TokenReviewFunc, cache CacheOptions) Authenticator {
-	c := newTTLCache[*UserInfo](cacheSize)
+	c := newReviewCache[*UserInfo](cache)
 	return AuthenticatorFunc(func(r *http.Request) (*UserInfo, bool, error) {
 		token, ok := bearerToken(r)
 		if !ok {
@@ -121,11 +121,7 @@ func TokenAuthenticator(review TokenReviewFunc, cache CacheOptions) Authenticato
 				return nil, false, err
 			}
 			e = cacheEntry[*UserInfo]{val: user, err: err}
-			ttl := cache.AllowTTL
-			if err != nil {
-				ttl = cache.DenyTTL
-			}
-			c.put(key, e, ttl)
+			c.put(key, e)
 		}
 		if e.err != nil {
 			return nil, false, e.err

@@ -65,7 +65,7 @@ type SubjectAccessReviewFunc func(ctx context.Context, sar *authorizationv1.Subj
 // request becomes a SubjectAccessReview. Answers are cached per user and
 // attributes; failed reviews are not.
 func SubjectAccessReviewAuthorizer(review SubjectAccessReviewFunc, cache CacheOptions) Authorizer {
-	c := newTTLCache[string](cacheSize)
+	c := newReviewCache[string](cache)
 	return AuthorizerFunc(func(ctx context.Context, a Attributes) (bool, string, error) {
 		key := authzKey(a)
 		if e, ok := c.get(key); ok {
@@ -95,7 +95,7 @@ func SubjectAccessReviewAuthorizer(review SubjectAccessReviewFunc, cache CacheOp
 		}
 		st := resp.Status
 		if st.Allowed && !st.Denied {
-			c.put(key, cacheEntry[string]{}, cache.AllowTTL)
+			c.put(key, cacheEntry[string]{})
 			return true, "", nil
 		}
 		reason := st.Reason
@@ -103,7 +103,7 @@ func SubjectAccessReviewAuthorizer(review SubjectAccessReviewFunc, cache CacheOp
 			reason = strings.TrimSpace(reason + " " + st.EvaluationError)
 		}
 		// The error only marks the entry as a denial; the reason is the value.
-		c.put(key, cacheEntry[string]{val: reason, err: ErrForbidden}, cache.DenyTTL)
+		c.put(key, cacheEntry[string]{val: reason, err: ErrForbidden})
 		return false, reason, nil
 	})
 }

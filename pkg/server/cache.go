@@ -1,67 +1,72 @@
 package server
 
 import (
-	"sync"
 	"time"
+
+	"k8s.io/utils/lru"
 )
 
-// cacheSize bounds each review cache. A node sees few distinct callers (the
-// API server, a metrics scraper, a handful of users), so this is generous;
-// it only matters against a client cycling through garbage tokens.
-const cacheSize = 4096
+// Sizes of the review caches. A node sees few distinct callers (the API
+// server, a metrics scraper, a handful of users), so the positive cache is
+// generous. Negative answers live in their own, smaller LRU: a client
+// cycling through garbage tokens only evicts other garbage, never the
+// answers legitimate callers depend on.
+const (
+	allowCacheSize = 4096
+	denyCacheSize  = 1024
+)
 
-// cacheEntry is one cached review answer: a value or the error it ended in.
+// cacheEntry is one cached review answer: a value, and for a negative
+// answer the error it ended in.
 type cacheEntry[V any] struct {
 	val V
 	err error
 }
 
-// ttlCache is a small map of answers that expire. It is deliberately
-// simple: when full it drops expired entries, and if that frees nothing it
-// starts over, which costs only a few extra reviews.
-type ttlCache[V any] struct {
-	mu      sync.Mutex
-	max     int
-	now     func() time.Time
-	entries map[string]ttlItem[V]
-}
-
-type ttlItem[V any] struct {
+type cacheItem[V any] struct {
 	e       cacheEntry[V]
 	expires time.Time
 }
 
-func newTTLCache[V any](max int) *ttlCache[V] {
-	return &ttlCache[V]{max: max, now: time.Now, entries: map[string]ttlItem[V]{}}
+// reviewCache keeps TokenReview and SubjectAccessReview answers for their
+// TTL, positive and negative ones in separate LRUs (see denyCacheSize).
+type reviewCache[V any] struct {
+	opts        CacheOptions
+	now         func() time.Time
+	allow, deny *lru.Cache
 }
 
-func (c *ttlCache[V]) get(key string) (cacheEntry[V], bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	it, ok := c.entries[key]
-	if !ok || !c.now().Before(it.expires) {
-		return cacheEntry[V]{}, false
+func newReviewCache[V any](opts CacheOptions) *reviewCache[V] {
+	return &reviewCache[V]{opts: opts, now: time.Now, allow: lru.New(allowCacheSize), deny: lru.New(denyCacheSize)}
+}
+
+// get returns the unexpired answer for key.
+func (c *reviewCache[V]) get(key string) (cacheEntry[V], bool) {
+	now := c.now()
+	for _, l := range []*lru.Cache{c.allow, c.deny} {
+		v, ok := l.Get(key)
+		if !ok {
+			continue
+		}
+		it := v.(cacheItem[V])
+		if now.Before(it.expires) {
+			return it.e, true
+		}
+		l.Remove(key)
 	}
-	return it.e, true
+	return cacheEntry[V]{}, false
 }
 
-// put stores e for ttl; a ttl <= 0 stores nothing.
-func (c *ttlCache[V]) put(key string, e cacheEntry[V], ttl time.Duration) {
+// put stores e, positive when e.err is nil, for the TTL of its kind; a TTL
+// <= 0 stores nothing.
+func (c *reviewCache[V]) put(key string, e cacheEntry[V]) {
+	l, other, ttl := c.allow, c.deny, c.opts.AllowTTL
+	if e.err != nil {
+		l, other, ttl = c.deny, c.allow, c.opts.DenyTTL
+	}
+	other.Remove(key)
 	if ttl <= 0 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if len(c.entries) >= c.max {
-		for k, it := range c.entries {
-			if !now.Before(it.expires) {
-				delete(c.entries, k)
-			}
-		}
-		if len(c.entries) >= c.max {
-			c.entries = map[string]ttlItem[V]{}
-		}
-	}
-	c.entries[key] = ttlItem[V]{e: e, expires: now.Add(ttl)}
+	l.Add(key, cacheItem[V]{e: e, expires: c.now().Add(ttl)})
 }

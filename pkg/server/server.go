@@ -15,11 +15,8 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Timeouts shared by nodelet's servers.
+// shutdownTimeout bounds the graceful drain (see limits.go for the rest).
 const (
-	// readHeaderTimeout bounds how long a client may take to send headers,
-	// so idle half-open connections cannot pile up.
-	readHeaderTimeout = 10 * time.Second
 	// shutdownTimeout bounds the graceful drain when the context ends;
 	// connections still open after it are closed.
 	shutdownTimeout = 5 * time.Second
@@ -128,8 +125,10 @@ func (s *Server) Run(ctx context.Context) error {
 	s.mu.Unlock()
 
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           withLimits(s.handler),
 		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		// Requests see ctx's cancellation, so long handlers stop on shutdown.
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		// Handshake failures of port scanners are not worth a log line each.

@@ -1,0 +1,123 @@
+package options
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// refusal describes an upstream flag nodelet does not implement and must
+// not ignore: left at its default it changes nothing, but any other value
+// would make nodelet quietly less secure (or differently secure) than the
+// operator asked, so nodelet refuses to start instead. docs/FLAGS.md lists
+// these and the ones that are only warned about, with the reasons.
+type refusal struct {
+	// isDefault reports whether a flag value is upstream's default.
+	isDefault func(string) bool
+	// reason says what ignoring the flag would weaken.
+	reason string
+}
+
+func isValue(def string) func(string) bool {
+	return func(v string) bool { return strings.TrimSpace(v) == def }
+}
+
+func isDuration(def time.Duration) func(string) bool {
+	return func(v string) bool {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		return err == nil && d == def
+	}
+}
+
+func isInt(def int) func(string) bool {
+	return func(v string) bool {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		return err == nil && n == def
+	}
+}
+
+// refusedFlags are the unsupported flags (see unsupported.go) that stop
+// nodelet when set to anything but upstream's default.
+var refusedFlags = map[string]refusal{
+	"enable-debugging-handlers": {isValue("true"),
+		"nodelet always serves exec, attach, port-forward, run and container logs; it cannot turn them off"},
+	"protect-kernel-defaults": {isValue("false"),
+		"nodelet does not check the kernel's tunables against the expected defaults"},
+	"rotate-certificates": {isValue("false"),
+		"nodelet does not rotate its client certificate; it would expire and the node would fall out of the cluster"},
+	"rotate-server-certificates": {isValue("false"),
+		"nodelet does not request its serving certificate from the cluster; it would serve a self-signed one instead"},
+	"register-schedulable": {isValue("true"),
+		"nodelet cannot register the node unschedulable this way; use --register-with-taints node.kubernetes.io/unschedulable:NoSchedule"},
+	"runonce": {isValue("false"),
+		"nodelet has no run-once mode"},
+	"seccomp-default": {isValue("false"),
+		"nodelet would run containers without the RuntimeDefault seccomp profile the flag asks for"},
+	"config-dir": {isValue(""),
+		"nodelet does not read drop-in configuration; settings there (authentication, TLS, ...) would be ignored"},
+	"pod-max-pids": {isInt(-1),
+		"nodelet does not limit the processes of a pod; one pod could exhaust the node's PIDs"},
+	"streaming-connection-idle-timeout": {isDuration(4 * time.Hour),
+		"nodelet does not close idle exec, attach and port-forward sessions on a timer"},
+	"authentication-token-webhook-cache-ttl": {isDuration(2 * time.Minute),
+		"nodelet caches TokenReview answers for 2m; a shorter TTL (faster revocation) would not be honoured"},
+	"authorization-webhook-cache-authorized-ttl": {isDuration(5 * time.Minute),
+		"nodelet caches allowed SubjectAccessReview answers for 5m; a shorter TTL (faster revocation) would not be honoured"},
+	"authorization-webhook-cache-unauthorized-ttl": {isDuration(30 * time.Second),
+		"nodelet caches denied SubjectAccessReview answers for 30s; a different TTL would not be honoured"},
+}
+
+// refusedFlagErrors names every unsupported flag set to a value nodelet
+// would have to ignore at a cost to security. A flag nodelet has since come
+// to implement (registered with its own usage) is not refused.
+func refusedFlagErrors(fs *pflag.FlagSet) []error {
+	var errs []error
+	fs.Visit(func(f *pflag.Flag) {
+		r, ok := refusedFlags[f.Name]
+		if !ok || f.Usage != unsupportedUsage || r.isDefault(f.Value.String()) {
+			return
+		}
+		errs = append(errs, fmt.Errorf("flag --%s=%s is not supported by nodelet and cannot be ignored: %s", f.Name, f.Value.String(), r.reason))
+	})
+	return errs
+}
+
+// isRefusedFlag reports whether a set flag is refused (and so not merely
+// warned about).
+func isRefusedFlag(f *pflag.Flag) bool {
+	r, ok := refusedFlags[f.Name]
+	return ok && f.Usage == unsupportedUsage && !r.isDefault(f.Value.String())
+}
+
+// refusedFields are the KubeletConfiguration fields (JSON paths as
+// unsupportedFieldWarnings names them) that stop nodelet when a file sets
+// them to anything but upstream's default.
+var refusedFields = map[string]string{
+	"enableDebuggingHandlers":                refusedFlags["enable-debugging-handlers"].reason,
+	"protectKernelDefaults":                  refusedFlags["protect-kernel-defaults"].reason,
+	"rotateCertificates":                     refusedFlags["rotate-certificates"].reason,
+	"serverTLSBootstrap":                     refusedFlags["rotate-server-certificates"].reason,
+	"seccompDefault":                         refusedFlags["seccomp-default"].reason,
+	"podPidsLimit":                           refusedFlags["pod-max-pids"].reason,
+	"streamingConnectionIdleTimeout":         refusedFlags["streaming-connection-idle-timeout"].reason,
+	"authentication.webhook.cacheTTL":        refusedFlags["authentication-token-webhook-cache-ttl"].reason,
+	"authorization.webhook":                  "nodelet caches SubjectAccessReview answers for 5m (allowed) and 30s (denied); other TTLs would not be honoured",
+	"imagePullCredentialsVerificationPolicy": "nodelet does not verify that a pod may use an image another pod pulled with credentials",
+	"preloadedImagesVerificationAllowlist":   "nodelet does not verify that a pod may use an image another pod pulled with credentials",
+}
+
+// splitFieldFindings sorts the unsupported fields a file sets into refusals
+// (errors) and warnings.
+func splitFieldFindings(paths []string) (warnings []string, errs []error) {
+	for _, p := range paths {
+		if reason := refusedFields[p]; reason != "" {
+			errs = append(errs, fmt.Errorf("config field %q is not supported by nodelet and cannot be ignored: %s", p, reason))
+			continue
+		}
+		warnings = append(warnings, fmt.Sprintf("config field %q is not supported by nodelet and is ignored", p))
+	}
+	return warnings, errs
+}
