@@ -89,7 +89,6 @@ var nonDefault = map[string]string{
 	"rotate-server-certificates":                   "true",
 	"register-schedulable":                         "false",
 	"runonce":                                      "true",
-	"seccomp-default":                              "true",
 	"config-dir":                                   "/etc/kubernetes/kubelet.conf.d",
 	"pod-max-pids":                                 "100",
 	"streaming-connection-idle-timeout":            "5m",
@@ -107,7 +106,6 @@ var upstreamDefault = map[string]string{
 	"rotate-server-certificates":                   "false",
 	"register-schedulable":                         "true",
 	"runonce":                                      "false",
-	"seccomp-default":                              "false",
 	"config-dir":                                   "",
 	"pod-max-pids":                                 "-1",
 	"streaming-connection-idle-timeout":            "4h0m0s",
@@ -154,7 +152,6 @@ func TestRefusedFields(t *testing.T) {
 		"protectKernelDefaults":                  "protectKernelDefaults: true",
 		"rotateCertificates":                     "rotateCertificates: true",
 		"serverTLSBootstrap":                     "serverTLSBootstrap: true",
-		"seccompDefault":                         "seccompDefault: true",
 		"podPidsLimit":                           "podPidsLimit: 1024",
 		"streamingConnectionIdleTimeout":         "streamingConnectionIdleTimeout: 5m",
 		"authentication.webhook.cacheTTL":        "authentication: {webhook: {cacheTTL: 10s}}",
@@ -178,7 +175,7 @@ func TestRefusedFields(t *testing.T) {
 		})
 	}
 	// The upstream defaults written out are fine.
-	kc, err := DecodeConfig([]byte(header + "enableDebuggingHandlers: true\nstreamingConnectionIdleTimeout: 4h\nauthentication: {webhook: {cacheTTL: 2m}}\nseccompDefault: false\n"))
+	kc, err := DecodeConfig([]byte(header + "enableDebuggingHandlers: true\nstreamingConnectionIdleTimeout: 4h\nauthentication: {webhook: {cacheTTL: 2m}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
