@@ -126,6 +126,9 @@ func TestLifecycleHooks(t *testing.T) {
 	if c := framework.ContainerStatus(p, "app"); c.RestartCount != 0 {
 		t.Errorf("poststart container restarted %d times", c.RestartCount)
 	}
+	if !hasCondition(p, v1.PodReadyToStartContainers) {
+		t.Errorf("PodReadyToStartContainers not true: %+v", p.Status.Conditions)
+	}
 
 	// A failing postStart: FailedPostStartHook, the container is killed and
 	// restarted (restartPolicy Always).
@@ -164,4 +167,13 @@ func TestLifecycleHooks(t *testing.T) {
 	// Stopping a pod without a preStop hook still works: poststart's trap.
 	waitFile(t, filepath.Join(dir, "poststart", "order"), 60*time.Second, "poststart stopped",
 		func(s string) bool { return s == "term\n" })
+}
+
+func hasCondition(p *v1.Pod, t v1.PodConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }

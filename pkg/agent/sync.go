@@ -75,12 +75,39 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		return worker.Result{}
 	}
 
+	if exceeded, _ := a.activeDeadline(p); exceeded {
+		// Past activeDeadlineSeconds the pod is Failed and stays stopped.
+		klog.V(2).InfoS("Pod exceeded its active deadline; stopping it", "pod", klog.KObj(p))
+		err := a.rt.KillPod(ctx, p, rs, nil)
+		if err != nil {
+			err = fmt.Errorf("stop pod %s/%s past its active deadline: %w", p.Namespace, p.Name, err)
+		}
+		a.refreshStatus(ctx, w, nil)
+		return worker.Result{Err: err}
+	}
 	res := a.rt.SyncPod(ctx, p, rs)
 	if res.Err != nil {
 		klog.ErrorS(res.Err, "Sync pod", "pod", klog.KObj(p), "uid", p.UID)
 	}
 	a.refreshStatus(ctx, w, res.Waiting)
+	// Sync again when the deadline passes (the first status sets the start).
+	if _, left := a.activeDeadline(p); left > 0 && (res.RetryAfter == 0 || left < res.RetryAfter) {
+		res.RetryAfter = left
+	}
 	return worker.Result{RetryAfter: res.RetryAfter, Err: res.Err}
+}
+
+// activeDeadline applies the pod's activeDeadlineSeconds from the start
+// time in its last status (this node's, or the API's).
+func (a *Agent) activeDeadline(p *v1.Pod) (bool, time.Duration) {
+	if p.Spec.ActiveDeadlineSeconds == nil {
+		return false, 0
+	}
+	start := p.Status.StartTime
+	if prev, ok := a.statuses.Get(p.UID); ok && prev.StartTime != nil {
+		start = prev.StartTime
+	}
+	return status.ActiveDeadline(p, start, time.Now())
 }
 
 // refreshStatus re-reads the runtime after the sync acted, so the status
@@ -120,6 +147,9 @@ func (a *Agent) publishStatus(w worker.Work, rs *runtime.PodStatus, waiting map[
 	}
 	if prev, ok := a.statuses.Get(p.UID); ok {
 		in.Previous = &prev
+	}
+	if exceeded, _ := a.activeDeadline(p); exceeded {
+		in.FailedReason, in.FailedMessage = status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded
 	}
 	st := status.Generate(in)
 	metrics.ObservePodStatus(p, in.Previous, st)

@@ -33,6 +33,10 @@ type Input struct {
 	// Probes is what the probes found of the pod's containers
 	// (prober.View); nil: no probe holds a running container back.
 	Probes ProbeResults
+	// FailedReason, when set, is why the node failed the pod itself
+	// (DeadlineExceeded): the phase is Failed with this reason and
+	// FailedMessage.
+	FailedReason, FailedMessage string
 }
 
 // ProbeResults tells what a running container instance's probes found.
@@ -70,16 +74,23 @@ func Generate(in Input) v1.PodStatus {
 
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, in)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, in)
+	limitTerminationMessages(pod, &s)
 	s.Phase = phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Killed {
 		s.Phase = killedPhase(s.ContainerStatuses)
 	}
+	if in.FailedReason != "" {
+		s.Phase, s.Reason, s.Message = v1.PodFailed, in.FailedReason, in.FailedMessage
+	}
 	if in.Previous != nil && (in.Previous.Phase == v1.PodSucceeded || in.Previous.Phase == v1.PodFailed) {
 		// A pod never leaves a terminal phase.
 		s.Phase = in.Previous.Phase
+		if s.Reason == "" {
+			s.Reason, s.Message = in.Previous.Reason, in.Previous.Message
+		}
 	}
 
-	sandboxReady := in.Runtime.LatestSandbox() != nil && in.Runtime.LatestSandbox().State == runtime.SandboxStateReady
+	sandboxReady := readyToStartContainers(pod, in.Runtime)
 	initDone := initialized(pod, s.InitContainerStatuses)
 	containersReady := containersReadiness(pod, s)
 	podReady := podReadiness(pod, containersReady)
@@ -335,4 +346,15 @@ func killedPhase(containers []v1.ContainerStatus) v1.PodPhase {
 		}
 	}
 	return v1.PodSucceeded
+}
+
+// readyToStartContainers: the newest sandbox is ready and, off the host
+// network, has its IP - the pod's network is set up, so containers can
+// start (upstream's PodReadyToStartContainers).
+func readyToStartContainers(pod *v1.Pod, rs *runtime.PodStatus) bool {
+	sb := rs.LatestSandbox()
+	if sb == nil || sb.State != runtime.SandboxStateReady {
+		return false
+	}
+	return pod.Spec.HostNetwork || sb.IP != ""
 }

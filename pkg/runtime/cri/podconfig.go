@@ -110,6 +110,9 @@ type ContainerParams struct {
 	// BindSubpath binds the container's subPath mounts; a container with one
 	// fails without it.
 	BindSubpath SubpathBinder
+	// TerminationMessageFile is the host file, created for this instance,
+	// mounted at the container's terminationMessagePath; "" mounts none.
+	TerminationMessageFile string
 }
 
 // ContainerConfig builds the config of one container instance. It fails
@@ -141,6 +144,9 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 	mounts, err := containerMounts(pod, c, opts, lookup, p.BindSubpath)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	if p.TerminationMessageFile != "" && c.TerminationMessagePath != "" {
+		mounts = append(mounts, &runtimeapi.Mount{HostPath: p.TerminationMessageFile, ContainerPath: c.TerminationMessagePath})
 	}
 	id := ContainerIdentity{
 		PodName:                  pod.Name,

@@ -58,6 +58,7 @@ func (c *Client) PodStatus(ctx context.Context, uid types.UID, name, namespace s
 
 	// Fan the detail calls out; each goroutine writes only its own slot.
 	details := make([]*runtimeapi.ContainerStatus, len(containers))
+	messages := make([]string, len(containers))
 	errs := make([]error, len(containers)+1)
 	var detailWG sync.WaitGroup
 	if len(sandboxes) > 0 && needsSandboxStatus(sandboxes[0]) {
@@ -79,6 +80,10 @@ func (c *Client) PodStatus(ctx context.Context, uid types.UID, name, namespace s
 		seen[n]++
 		detailWG.Go(func() {
 			details[i], errs[i] = c.ContainerStatus(ctx, ctr.Id, false)
+			if st := details[i]; st != nil && st.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+				id, _ := ParseContainerIdentity(ctr.Labels, ctr.Annotations)
+				messages[i] = terminationMessage(ctx, st, id)
+			}
 		})
 	}
 	detailWG.Wait()
@@ -98,6 +103,7 @@ func (c *Client) PodStatus(ctx context.Context, uid types.UID, name, namespace s
 		if err != nil {
 			klog.V(4).InfoS("Container has malformed identity", "containerID", ctr.Id, "err", err)
 		}
+		cs.Message = withTerminationMessage(cs.Message, messages[i])
 		ps.Containers = append(ps.Containers, cs)
 	}
 	if err := errs[len(containers)]; err != nil && !errors.Is(err, ErrNotFound) {

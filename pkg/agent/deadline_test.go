@@ -1,0 +1,44 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/nodelet/nodelet/pkg/config"
+	"github.com/nodelet/nodelet/pkg/pleg"
+	"github.com/nodelet/nodelet/pkg/pod"
+	"github.com/nodelet/nodelet/pkg/status"
+)
+
+// TestActiveDeadlineFailsAndStopsThePod: a pod past activeDeadlineSeconds
+// is stopped and Failed with DeadlineExceeded, without waiting for a
+// resync (its worker is asked to sync when the deadline passes).
+func TestActiveDeadlineFailsAndStopsThePod(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := newFakeRuntime()
+	updates := make(chan config.PodUpdate, 10)
+	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour, ResyncPeriod: time.Hour}, rt,
+		&fakeRelister{changed: make(chan pleg.Change)}, updates, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+
+	p := staticPod("d")
+	one := int64(1)
+	p.Spec.ActiveDeadlineSeconds = &one
+	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{p}}
+	eventually(t, "pod killed at its deadline", func() bool { return rt.count(rt.killed, "d") > 0 })
+	eventually(t, "pod Failed", func() bool {
+		st, ok := a.statuses.Get("d")
+		return ok && st.Phase == v1.PodFailed && st.Reason == status.ReasonDeadlineExceeded
+	})
+	if rt.count(rt.synced, "d") != 1 {
+		t.Errorf("pod synced %d times, want once before its deadline", rt.count(rt.synced, "d"))
+	}
+	cancel()
+	<-done
+}
