@@ -307,9 +307,22 @@ func ContainerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
 	if p == nil {
 		return nil
 	}
-	for i := range p.Status.ContainerStatuses {
-		if p.Status.ContainerStatuses[i].Name == name {
-			return &p.Status.ContainerStatuses[i]
+	return findStatus(p.Status.ContainerStatuses, name)
+}
+
+// InitContainerStatus returns the status of the named init container
+// (sidecars included) of p.
+func InitContainerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
+	if p == nil {
+		return nil
+	}
+	return findStatus(p.Status.InitContainerStatuses, name)
+}
+
+func findStatus(list []v1.ContainerStatus, name string) *v1.ContainerStatus {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
 		}
 	}
 	return nil

@@ -246,8 +246,12 @@ func (p *planner) inSandbox() {
 		}
 	}
 	if kept == 0 && len(p.a.ContainersToStart) == 0 && len(p.a.ContainersInBackoff) == 0 {
+		// Running sidecars do not keep a pod whose app containers are done:
+		// they are stopped with it.
 		p.a.KillPod, p.a.KillPodReason = true, "all containers have terminated"
+		return
 	}
+	p.keepSidecars()
 }
 
 // initDone walks the init containers in order and plans the next step of

@@ -22,7 +22,8 @@ import (
 const defaultGrace = v1.DefaultTerminationGracePeriodSeconds * time.Second
 
 // KillPod stops everything of a pod that may still run: all containers
-// that have not exited, in parallel, each with its grace period (the
+// that have not exited, in parallel (sidecars after the others, one at a
+// time in reverse order), each with its grace period (the
 // runtime sends SIGTERM, then SIGKILL once the grace period is over), and
 // then its sandboxes. pod may be nil for an orphan found in the runtime;
 // gracePeriod, when set, overrides every container's grace period (in
@@ -43,13 +44,24 @@ func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodSt
 			mu.Unlock()
 		}
 	}
+	var live []*runtime.ContainerStatus
 	for _, cs := range status.Containers {
-		if cs.State == runtime.ContainerStateExited {
-			continue
+		if cs.State != runtime.ContainerStateExited {
+			live = append(live, cs)
 		}
+	}
+	// Sidecars serve the app containers to the end: they stop after them,
+	// in reverse order, within what is left of the grace period.
+	first, sidecars := plan.TerminationOrder(pod, live)
+	start := s.clock.Now()
+	for _, cs := range first {
 		wg.Go(func() { collect(s.KillContainer(ctx, pod, cs, gracePeriod, "")) })
 	}
 	wg.Wait()
+	for _, cs := range sidecars {
+		left := remainingGrace(containerGrace(pod, cs, gracePeriod), s.clock.Since(start))
+		collect(s.killContainer(ctx, pod, cs, plan.Kill{Name: cs.Name, GracePeriod: &left}))
+	}
 
 	// The newest sandbox is stopped even when not ready: stopping releases
 	// its network (IP, port mappings) if its pause process died.
@@ -104,6 +116,14 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, cs *runtime.Con
 		return fmt.Errorf("kill container %q: %w", cs.Name, err)
 	}
 	return nil
+}
+
+// remainingGrace is what is left, in whole seconds (rounded up), of grace
+// after elapsed; a container still gets minStopGrace unless its whole
+// grace was shorter.
+func remainingGrace(grace, elapsed time.Duration) int64 {
+	left := max(grace-elapsed, min(grace, minStopGrace))
+	return int64((left + time.Second - 1) / time.Second)
 }
 
 func containerGrace(pod *v1.Pod, cs *runtime.ContainerStatus, override *int64) time.Duration {

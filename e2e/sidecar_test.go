@@ -1,0 +1,107 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/e2e/framework"
+)
+
+// TestSidecarsInNeverPod: in a restartPolicy Never pod, sidecars start in
+// order before the init container after them and the app; a sidecar that
+// exits is restarted; once the app completes the pod is Succeeded and its
+// sidecars are stopped after it, in reverse order.
+func TestSidecarsInNeverPod(t *testing.T) {
+	rt := framework.StartRuntime(t)
+	n := framework.StartNodelet(t, rt)
+	dir := t.TempDir()
+	order := filepath.Join(dir, "order")
+
+	sidecar := func(name, crash string) string {
+		return fmt.Sprintf(`  - name: %s
+    image: busybox:1.35
+    restartPolicy: Always
+    volumeMounts: [{name: out, mountPath: /out}]
+    command: ["sh", "-c", %q]
+`, name, "echo "+name+"-start >> /out/order; trap 'echo "+name+"-term >> /out/order; exit 0' TERM; "+
+			"while true; do "+crash+"sleep 0.1; done")
+	}
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: sidecars
+spec:
+  hostNetwork: true
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 10
+  volumes:
+  - name: out
+    hostPath: {path: %s, type: DirectoryOrCreate}
+  initContainers:
+%s  - name: init
+    image: busybox:1.35
+    volumeMounts: [{name: out, mountPath: /out}]
+    command: ["sh", "-c", "echo init >> /out/order"]
+%s  containers:
+  - name: app
+    image: busybox:1.35
+    volumeMounts: [{name: out, mountPath: /out}]
+    command: ["sh", "-c", "echo app >> /out/order; while [ ! -f /out/done ]; do sleep 0.1; done; echo app-exit >> /out/order"]
+`, dir,
+		sidecar("side1", "if [ -f /out/crash ] && [ ! -f /out/crashed ]; then touch /out/crashed; exit 1; fi; "),
+		sidecar("side2", ""))
+	n.WriteManifest("sidecars.yaml", manifest)
+
+	name := "sidecars" + staticSuffix
+	p := n.WaitPod(name, 90*time.Second, "app running", framework.Running)
+	got := waitFile(t, order, 30*time.Second, "app started", func(s string) bool { return strings.Contains(s, "app\n") })
+	if want := "side1-start\ninit\nside2-start\napp\n"; got != want {
+		t.Errorf("start order %q, want %q", got, want)
+	}
+	for _, s := range []string{"side1", "side2"} {
+		st := framework.InitContainerStatus(p, s)
+		if st == nil || st.State.Running == nil || st.Started == nil || !*st.Started {
+			t.Errorf("sidecar %s status %+v, want running and started", s, st)
+		}
+	}
+
+	// A sidecar that exits is restarted, though the pod's policy is Never.
+	if err := os.WriteFile(filepath.Join(dir, "crash"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p = n.WaitPod(name, 60*time.Second, "side1 restarted", func(p *v1.Pod) bool {
+		st := framework.InitContainerStatus(p, "side1")
+		return st != nil && st.RestartCount == 1 && st.State.Running != nil
+	})
+	if p.Status.Phase != v1.PodRunning {
+		t.Errorf("phase %s while the app runs", p.Status.Phase)
+	}
+
+	// The app completes: the pod is Succeeded, the sidecars are stopped
+	// after it, side2 before side1.
+	if err := os.WriteFile(filepath.Join(dir, "done"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.WaitPod(name, 60*time.Second, "Succeeded", func(p *v1.Pod) bool { return p != nil && p.Status.Phase == v1.PodSucceeded })
+	got = waitFile(t, order, 60*time.Second, "sidecars stopped", func(s string) bool {
+		return strings.Contains(s, "side1-term") && strings.Contains(s, "side2-term")
+	})
+	if !strings.HasSuffix(got, "app-exit\nside2-term\nside1-term\n") {
+		t.Errorf("stop order %q: want app-exit, side2-term, side1-term", got)
+	}
+	p = n.WaitPod(name, 30*time.Second, "sidecars terminated in status", func(p *v1.Pod) bool {
+		a, b := framework.InitContainerStatus(p, "side1"), framework.InitContainerStatus(p, "side2")
+		return a != nil && b != nil && a.State.Terminated != nil && b.State.Terminated != nil
+	})
+	if p.Status.Phase != v1.PodSucceeded {
+		t.Errorf("phase %s after the sidecars stopped", p.Status.Phase)
+	}
+}
