@@ -88,11 +88,12 @@ func run(ctx context.Context, opts *options.Options) error {
 		OnChange: func(uid types.UID) { ag.ProbeChanged(uid) },
 	})
 	defer func() { stopProbes(); probes.Wait() }()
+	features := securityFeatures(ctx, client)
 	syncer := podsync.New(client, recorder, podsync.Options{
 		Config: cri.ConfigOptions{
 			PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
 			NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
-			SeccompDefault: opts.SeccompDefault,
+			SeccompDefault: opts.SeccompDefault, UserNamespaces: features.userNamespaces,
 		},
 		RuntimeClasses: cl.runtimeClassLookup(),
 		ResolvConf:     opts.ResolvConf,
@@ -132,7 +133,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	}, podRuntime{client, syncer}, relister, merger.Updates(), merger.Sources(), pods, statuses)
 	ag.SetProber(probes)
 
-	admit, err := admission(ctx, opts, client)
+	admit, err := admission(opts, features)
 	if err != nil {
 		return err
 	}

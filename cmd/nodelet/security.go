@@ -17,23 +17,41 @@ import (
 	"github.com/nodelet/nodelet/pkg/security"
 )
 
+// runtimeFeatures are the optional security features of the runtime.
+type runtimeFeatures struct {
+	supplementalGroupsPolicy bool
+	userNamespaces           bool
+}
+
+// securityFeatures asks the runtime (CRI Status) what it supports; an
+// error means none, so pods needing them are refused, never run without.
+func securityFeatures(ctx context.Context, client *cri.Client) runtimeFeatures {
+	st, err := client.Status(ctx, false)
+	if err != nil {
+		klog.ErrorS(err, "Runtime status: assuming the runtime has no optional security features")
+		return runtimeFeatures{}
+	}
+	f := runtimeFeatures{supplementalGroupsPolicy: st.GetFeatures().GetSupplementalGroupsPolicy()}
+	for _, h := range st.GetRuntimeHandlers() {
+		if h.GetName() == "" {
+			f.userNamespaces = h.GetFeatures().GetUserNamespaces()
+		}
+	}
+	return f
+}
+
 // admission builds the pod admission checks from the flags and what the
 // kernel and the runtime can enforce.
-func admission(ctx context.Context, opts *options.Options, client *cri.Client) (agent.AdmitFunc, error) {
+func admission(opts *options.Options, rt runtimeFeatures) (agent.AdmitFunc, error) {
 	kernel := security.KernelRelease()
 	sysctls, err := security.NewSysctlAllowlist(append(security.SafeSysctls(kernel), opts.AllowedUnsafeSysctls...))
 	if err != nil {
 		return nil, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
-	node := security.Node{Sysctls: sysctls, AppArmor: security.HostAppArmor()}
-	if st, err := client.Status(ctx, false); err != nil {
-		klog.ErrorS(err, "Runtime status: assuming the runtime has no optional security features")
-	} else {
-		node.SupplementalGroupsPolicy = st.GetFeatures().GetSupplementalGroupsPolicy()
-	}
-	klog.InfoS("Pod security admission", "kernel", kernel, "appArmor", node.AppArmor,
-		"supplementalGroupsPolicyStrict", node.SupplementalGroupsPolicy, "allowedUnsafeSysctls", opts.AllowedUnsafeSysctls,
-		"seccompDefault", opts.SeccompDefault)
+	node := security.Node{Sysctls: sysctls, AppArmor: security.HostAppArmor(), SupplementalGroupsPolicy: rt.supplementalGroupsPolicy}
+	klog.InfoS("Pod security", "kernel", kernel, "appArmor", node.AppArmor,
+		"supplementalGroupsPolicyStrict", rt.supplementalGroupsPolicy, "userNamespaces", rt.userNamespaces,
+		"allowedUnsafeSysctls", opts.AllowedUnsafeSysctls, "seccompDefault", opts.SeccompDefault)
 	return func(p *v1.Pod) *security.Rejection { return security.Admit(p, node) }, nil
 }
 

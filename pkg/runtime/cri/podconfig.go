@@ -31,6 +31,9 @@ type ConfigOptions struct {
 	// SeccompDefault is --seccomp-default: containers that ask for no
 	// seccomp profile get the runtime's default instead of none.
 	SeccompDefault bool
+	// UserNamespaces is whether the runtime supports pods in their own
+	// user namespace (CRI Status, default handler).
+	UserNamespaces bool
 	// HostDNS is the node's resolver configuration (see ParseResolvConf).
 	// Nil means "let the runtime copy the node's /etc/resolv.conf".
 	HostDNS *runtimeapi.DNSConfig

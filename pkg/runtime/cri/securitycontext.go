@@ -2,6 +2,7 @@ package cri
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,6 +17,10 @@ import (
 // (hostUsers: false), which nodelet cannot give it on this runtime.
 var ErrUserNamespaces = errors.New("can't set `spec.hostUsers: false`, runtime does not support user namespaces")
 
+// errUserNamespaceMappings: the runtime could, but nodelet does not
+// allocate the pod's user and group ID ranges.
+var errUserNamespaceMappings = fmt.Errorf("%w: nodelet does not allocate user namespace ID mappings", errors.ErrUnsupported)
+
 // seccomp is how the node picks seccomp profiles.
 func (o ConfigOptions) seccomp() security.Seccomp {
 	return security.Seccomp{Root: filepath.Join(o.RootDir, "seccomp"), Default: o.SeccompDefault}
@@ -26,7 +31,7 @@ func (o ConfigOptions) seccomp() security.Seccomp {
 // any container is (the runtime refuses a privileged container in an
 // unprivileged sandbox).
 func sandboxSecurityContext(pod *v1.Pod, opts ConfigOptions) (*runtimeapi.LinuxSandboxSecurityContext, error) {
-	ns, err := podNamespaces(pod)
+	ns, err := podNamespaces(pod, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +60,7 @@ func sandboxSecurityContext(pod *v1.Pod, opts ConfigOptions) (*runtimeapi.LinuxS
 // cannot be honoured (a bad seccomp or AppArmor profile). runAsNonRoot is
 // checked by ContainerConfig.
 func containerSecurityContext(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.LinuxContainerSecurityContext, error) {
-	ns, err := podNamespaces(pod)
+	ns, err := podNamespaces(pod, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -124,10 +129,15 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, p ContainerParams, o
 }
 
 // podNamespaces is namespaceOptions plus the user namespace: the node's,
-// or a refusal for hostUsers: false, which needs ID mappings this runtime
-// (containerd 1.6 reports no user namespace support) cannot apply.
-func podNamespaces(pod *v1.Pod) (*runtimeapi.NamespaceOption, error) {
+// or a refusal for hostUsers: false. That needs a runtime that supports
+// user namespaces (containerd 1.6 does not) and ID mappings per pod, which
+// nodelet does not allocate: the pod is refused rather than run in the
+// node's user namespace.
+func podNamespaces(pod *v1.Pod, opts ConfigOptions) (*runtimeapi.NamespaceOption, error) {
 	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		if opts.UserNamespaces {
+			return nil, fmt.Errorf("can't set `spec.hostUsers: false`: %w", errUserNamespaceMappings)
+		}
 		return nil, ErrUserNamespaces
 	}
 	return namespaceOptions(pod), nil

@@ -94,4 +94,10 @@ func TestSandboxRefusesUserNamespace(t *testing.T) {
 	if _, err := SandboxConfig(p, 0, testOpts); !errors.Is(err, ErrUserNamespaces) {
 		t.Fatalf("err %v", err)
 	}
+	// A runtime with user namespaces: still refused, for nodelet's part.
+	opts := testOpts
+	opts.UserNamespaces = true
+	if _, err := SandboxConfig(p, 0, opts); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "does not allocate user namespace ID mappings") {
+		t.Fatalf("err %v", err)
+	}
 }
