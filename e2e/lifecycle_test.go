@@ -107,6 +107,9 @@ func TestLifecycleHooks(t *testing.T) {
 		"prestop-http": hookPod("prestop-http", filepath.Join(dir, "http"), trap,
 			`      preStop: {httpGet: {host: 127.0.0.1, port: `+port+`, path: /prestop, httpHeaders: [{name: X-Hook, value: "yes"}]}}
 `, 20),
+		"hanghook": hookPod("hanghook", filepath.Join(dir, "hang"), "echo up > /out/started; sleep 3600",
+			`      postStart: {exec: {command: ["sleep", "3600"]}}
+`, 2),
 		"prestop-sleep": hookPod("prestop-sleep", filepath.Join(dir, "sleep"),
 			"trap 'date +%s > /out/term; exit 0' TERM; while true; do sleep 0.1; done",
 			`      preStop: {sleep: {seconds: 3}}
@@ -164,6 +167,20 @@ func TestLifecycleHooks(t *testing.T) {
 	if d := time.Unix(secs+1, 0).Sub(removed); d < 3*time.Second {
 		t.Errorf("SIGTERM %s after removal, before the 3 s preStop sleep ended", d)
 	}
+	// A postStart hook that never returns: the container is not reported
+	// running, and removing the pod does not wait for the hook.
+	waitFile(t, filepath.Join(dir, "hang", "started"), 60*time.Second, "hanghook's main process started",
+		func(s string) bool { return s != "" })
+	hp, err := n.Pod("hanghook" + staticSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := framework.ContainerStatus(hp, "app"); c != nil && c.State.Running != nil {
+		t.Errorf("container reported running while its postStart hook runs: %+v", c.State)
+	}
+	n.RemoveManifest("hanghook.yaml")
+	n.WaitPod("hanghook"+staticSuffix, 60*time.Second, "pod gone while its postStart hook hangs", func(p *v1.Pod) bool { return p == nil })
+
 	// Stopping a pod without a preStop hook still works: poststart's trap.
 	waitFile(t, filepath.Join(dir, "poststart", "order"), 60*time.Second, "poststart stopped",
 		func(s string) bool { return s == "term\n" })

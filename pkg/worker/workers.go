@@ -99,6 +99,9 @@ type podWorker struct {
 	pending *Work
 	last    *Work
 	killed  bool // the pod was killed; plain syncs must not start it again
+	// cancel ends the sync in progress, when it is not a kill: a kill
+	// must not wait for a sync stuck in a postStart hook or a slow call.
+	cancel context.CancelFunc
 }
 
 // New returns Workers whose goroutines live until ctx is done.
@@ -125,6 +128,9 @@ func (ws *Workers) Update(w Work) {
 		go ws.run(pw)
 	}
 	pw.pending = coalesce(pw.pending, &w)
+	if w.Type == Kill && pw.cancel != nil {
+		pw.cancel()
+	}
 	ws.mu.Unlock()
 	select {
 	case pw.wake <- struct{}{}:
@@ -203,12 +209,21 @@ func (ws *Workers) run(pw *podWorker) {
 				w = nil
 			}
 		}
+		ctx, cancel := context.WithCancel(ws.ctx)
+		if w != nil && w.Type != Kill {
+			pw.cancel = cancel
+		}
 		ws.mu.Unlock()
 		if w == nil {
+			cancel()
 			continue
 		}
 
-		res := ws.sync(ws.ctx, *w)
+		res := ws.sync(ctx, *w)
+		ws.mu.Lock()
+		pw.cancel = nil
+		ws.mu.Unlock()
+		cancel()
 		if ws.ctx.Err() != nil {
 			return
 		}

@@ -244,3 +244,29 @@ func TestKillerRunsKillsInParallelOnce(t *testing.T) {
 		t.Fatalf("duplicate or unfinished kills")
 	}
 }
+
+// TestKillCancelsSyncInProgress: a kill does not wait for a sync that is
+// stuck (a postStart hook that never returns): the sync's context ends.
+func TestKillCancelsSyncInProgress(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan struct{})
+	kills := make(chan Work, 1)
+	ws := New(ctx, func(ctx context.Context, w Work) Result {
+		if w.Type == Kill {
+			kills <- w
+			return Result{}
+		}
+		close(started)
+		<-ctx.Done() // stuck until cancelled
+		return Result{Err: ctx.Err()}
+	}, Options{ResyncPeriod: time.Hour})
+	ws.Update(Work{Pod: pod("a", "1"), Type: Create})
+	<-started
+	ws.Update(Work{Pod: pod("a", "1"), Type: Kill})
+	select {
+	case <-kills:
+	case <-time.After(30 * time.Second):
+		t.Fatal("kill waited for the stuck sync")
+	}
+}
