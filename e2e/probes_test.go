@@ -161,6 +161,20 @@ func TestProbesStandalone(t *testing.T) {
 		waitLog(t, n, 30*time.Second, `reason="Unhealthy" message="Readiness probe failed: dial tcp `+p.Status.PodIP+`:9999: connect: connection refused"`)
 	})
 
+	t.Run("HangingExecProbeTimesOut", func(t *testing.T) {
+		n.WriteManifest("hang.yaml", probePod("exec-hang", "exec sleep 3600", `    livenessProbe:
+      exec: {command: ["sleep", "30"]}
+      periodSeconds: 1
+      timeoutSeconds: 1
+      failureThreshold: 1
+`))
+		n.WaitPod("exec-hang"+staticSuffix, 60*time.Second, "restarted after its liveness probe timed out", func(p *v1.Pod) bool {
+			cs := framework.ContainerStatus(p, "app")
+			return cs != nil && cs.RestartCount >= 1
+		})
+		waitLog(t, n, 10*time.Second, `message="Liveness probe failed: command \"sleep 30\" timed out"`)
+	})
+
 	t.Run("StartupGatesReadiness", func(t *testing.T) {
 		// The startup probe passes once the test creates the file; the
 		// readiness probe would pass on the same file, so a readiness
