@@ -136,7 +136,11 @@ func (a *agent) stop(grace time.Duration) {
 // writeManifest writes a hostNetwork busybox pod atomically: a hidden temp file renamed into
 // place, so no agent ever reads half a file (both agents ignore dot files).
 func (a *agent) writeManifest(id string) error {
-	pod := benchPod(id)
+	return a.writePod(id, benchPod(id))
+}
+
+// writePod writes pod's manifest as id.yaml, atomically.
+func (a *agent) writePod(id string, pod *v1.Pod) error {
 	data, err := yaml.Marshal(pod)
 	if err != nil {
 		return err

@@ -46,6 +46,10 @@ type config struct {
 	clusterSubjects []string
 	clusterUp       string
 	deletes         int
+	// probes: the probe-load legs (upstream and nodelet with probePods
+	// probed pods each).
+	probes    bool
+	probePods int
 }
 
 // result is what one standalone leg measured.
@@ -73,7 +77,8 @@ func main() {
 	flag.StringVar(&cfg.nodelet, "nodelet", "_output/bin/nodelet", "nodelet binary")
 	flag.IntVar(&cfg.readOnlyPort, "read-only-port", 10255, "read-only port the agents serve /pods on")
 	flag.StringVar(&cfg.nodeName, "node-name", "bench-node", "node name given to the agents")
-	flag.StringVar(&modes, "modes", "standalone,cluster", "standalone (agents on a manifest dir), cluster (agents in their own test cluster), or both, in that order")
+	flag.StringVar(&modes, "modes", "standalone,cluster,probes", "standalone (agents on a manifest dir), cluster (agents in their own test cluster), probes (agents under a probe load), in that order")
+	flag.IntVar(&cfg.probePods, "probe-pods", 100, "probes mode: pods with an exec readiness and an HTTP liveness probe every second")
 	flag.BoolVar(&cfg.cluster, "cluster", false, "cluster legs only (same as -modes cluster)")
 	flag.StringVar(&clusterSubjects, "cluster-subjects", "upstream,nodelet", "agents to run in cluster mode, in order")
 	flag.StringVar(&cfg.clusterUp, "cluster-up", "hack/cluster-up.sh", "cluster-up script (cluster-down.sh is next to it)")
@@ -108,6 +113,9 @@ func main() {
 		if !set["deletes"] {
 			cfg.deletes = 1
 		}
+		if !set["probe-pods"] {
+			cfg.probePods = 10
+		}
 	}
 	if cfg.cluster {
 		modes = "cluster"
@@ -118,9 +126,11 @@ func main() {
 			cfg.standalone = true
 		case "cluster":
 			cfg.cluster = true
+		case "probes":
+			cfg.probes = true
 		case "":
 		default:
-			fmt.Fprintf(os.Stderr, "bench: unknown mode %q (standalone, cluster)\n", m)
+			fmt.Fprintf(os.Stderr, "bench: unknown mode %q (standalone, cluster, probes)\n", m)
 			os.Exit(2)
 		}
 	}
@@ -217,6 +227,31 @@ func run(ctx context.Context, cfg config) (int, error) {
 		section := renderCluster(cfg, env, results)
 		fmt.Println(section)
 		if err := maybeUpdate(cfg, legFailed, clusterBeginMarker, clusterEndMarker, section); err != nil {
+			return 1, err
+		}
+		failed = failed || legFailed
+	}
+	if cfg.probes {
+		var results []*probeResult
+		legFailed := false
+		for _, s := range cfg.clusterSubjects {
+			r := runProbeLeg(ctx, cfg, s)
+			results = append(results, r)
+			if r.err != nil {
+				legFailed = true
+				logf("probes %s: FAILED: %v", s, r.err)
+			}
+			if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
+				return 1, err
+			}
+			removeBenchLogs()
+			if ctx.Err() != nil {
+				return 1, ctx.Err()
+			}
+		}
+		section := renderProbes(cfg, env, results)
+		fmt.Println(section)
+		if err := maybeUpdate(cfg, legFailed, probeBeginMarker, probeEndMarker, section); err != nil {
 			return 1, err
 		}
 		failed = failed || legFailed
