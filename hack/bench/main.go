@@ -181,77 +181,29 @@ func run(ctx context.Context, cfg config) (int, error) {
 
 	env := describeEnv(ctx, cfg, cri)
 	failed := false
-	if cfg.standalone {
-		var results []*result
-		legFailed := false
-		for _, s := range cfg.subjects {
-			r := runLeg(ctx, cfg, cri, s)
-			results = append(results, r)
-			if r.err != nil {
-				legFailed = true
-				logf("%s: FAILED: %v", s, r.err)
-			}
-			if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
-				return 1, err
-			}
-			removeBenchLogs()
-			if ctx.Err() != nil {
-				return 1, ctx.Err()
-			}
-		}
-		section := render(cfg, env, results)
-		fmt.Println(section)
-		if err := maybeUpdate(cfg, legFailed, beginMarker, endMarker, section); err != nil {
-			return 1, err
-		}
-		failed = failed || legFailed
+	modes := []struct {
+		on  bool
+		run func() (bool, error)
+	}{
+		{cfg.standalone, func() (bool, error) {
+			return runMode(ctx, cfg, cri, "", cfg.subjects, func(s string) *result { return runLeg(ctx, cfg, cri, s) },
+				func(rs []*result) string { return render(cfg, env, rs) }, beginMarker, endMarker)
+		}},
+		{cfg.cluster, func() (bool, error) {
+			return runMode(ctx, cfg, cri, "cluster ", cfg.clusterSubjects, func(s string) *clusterResult { return runClusterLeg(ctx, cfg, s) },
+				func(rs []*clusterResult) string { return renderCluster(cfg, env, rs) }, clusterBeginMarker, clusterEndMarker)
+		}},
+		{cfg.probes, func() (bool, error) {
+			return runMode(ctx, cfg, cri, "probes ", cfg.clusterSubjects, func(s string) *probeResult { return runProbeLeg(ctx, cfg, s) },
+				func(rs []*probeResult) string { return renderProbes(cfg, env, rs) }, probeBeginMarker, probeEndMarker)
+		}},
 	}
-	if cfg.cluster {
-		var results []*clusterResult
-		legFailed := false
-		for _, s := range cfg.clusterSubjects {
-			r := runClusterLeg(ctx, cfg, s)
-			results = append(results, r)
-			if r.err != nil {
-				legFailed = true
-				logf("cluster %s: FAILED: %v", s, r.err)
-			}
-			if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
-				return 1, err
-			}
-			removeBenchLogs()
-			if ctx.Err() != nil {
-				return 1, ctx.Err()
-			}
+	for _, m := range modes {
+		if !m.on {
+			continue
 		}
-		section := renderCluster(cfg, env, results)
-		fmt.Println(section)
-		if err := maybeUpdate(cfg, legFailed, clusterBeginMarker, clusterEndMarker, section); err != nil {
-			return 1, err
-		}
-		failed = failed || legFailed
-	}
-	if cfg.probes {
-		var results []*probeResult
-		legFailed := false
-		for _, s := range cfg.clusterSubjects {
-			r := runProbeLeg(ctx, cfg, s)
-			results = append(results, r)
-			if r.err != nil {
-				legFailed = true
-				logf("probes %s: FAILED: %v", s, r.err)
-			}
-			if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
-				return 1, err
-			}
-			removeBenchLogs()
-			if ctx.Err() != nil {
-				return 1, ctx.Err()
-			}
-		}
-		section := renderProbes(cfg, env, results)
-		fmt.Println(section)
-		if err := maybeUpdate(cfg, legFailed, probeBeginMarker, probeEndMarker, section); err != nil {
+		legFailed, err := m.run()
+		if err != nil {
 			return 1, err
 		}
 		failed = failed || legFailed
@@ -260,6 +212,31 @@ func run(ctx context.Context, cfg config) (int, error) {
 		return 1, errors.New("a leg failed")
 	}
 	return 0, nil
+}
+
+// runMode runs one leg per subject, each on an emptied runtime, prints the
+// mode's section and writes it to the doc unless a leg failed (failed).
+func runMode[R interface{ outcomeOf() *outcome }](ctx context.Context, cfg config, cri *criClient, label string, subjects []string,
+	leg func(subject string) R, render func([]R) string, begin, end string) (failed bool, err error) {
+	var results []R
+	for _, s := range subjects {
+		r := leg(s)
+		results = append(results, r)
+		if o := r.outcomeOf(); o.err != nil {
+			failed = true
+			logf("%s%s: FAILED: %v", label, s, o.err)
+		}
+		if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
+			return failed, err
+		}
+		removeBenchLogs()
+		if ctx.Err() != nil {
+			return failed, ctx.Err()
+		}
+	}
+	section := render(results)
+	fmt.Println(section)
+	return failed, maybeUpdate(cfg, failed, begin, end, section)
 }
 
 // maybeUpdate writes section between the markers of cfg.doc unless a leg failed or there is no doc.
@@ -295,11 +272,7 @@ func runLeg(ctx context.Context, cfg config, cri *criClient, subject string) *re
 			r.err = err
 			return r
 		}
-		argv := upstreamArgv(cfg.kubelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
-		if subject == "nodelet" {
-			argv = nodeletArgv(cfg.nodelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
-		}
-		l = &agentLeg{a: a, argv: argv, poll: cfg.poll, timeout: 60 * time.Second}
+		l = &agentLeg{a: a, argv: standaloneArgv(cfg, subject), poll: cfg.poll, timeout: 60 * time.Second}
 	default:
 		r.err = fmt.Errorf("unknown subject %q (raw, upstream, nodelet)", subject)
 		return r
@@ -380,6 +353,14 @@ func runLeg(ctx context.Context, cfg config, cri *criClient, subject string) *re
 	}
 	logf("%s: done", subject)
 	return r
+}
+
+// standaloneArgv is how an agent subject runs on a manifest dir.
+func standaloneArgv(cfg config, subject string) func(a *agent) ([]string, error) {
+	if subject == "nodelet" {
+		return nodeletArgv(cfg.nodelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
+	}
+	return upstreamArgv(cfg.kubelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
 }
 
 func loadavg() string {

@@ -64,11 +64,7 @@ func runProbeLeg(ctx context.Context, cfg config, subject string) *probeResult {
 		r.err = err
 		return r
 	}
-	argv := upstreamArgv(cfg.kubelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
-	if subject == "nodelet" {
-		argv = nodeletArgv(cfg.nodelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
-	}
-	l := &agentLeg{a: a, argv: argv, poll: 100 * time.Millisecond, timeout: 60 * time.Second}
+	l := &agentLeg{a: a, argv: standaloneArgv(cfg, subject), poll: 100 * time.Millisecond, timeout: 60 * time.Second}
 	defer l.stop()
 	logf("probes %s: starting", subject)
 	if _, err := l.start(ctx); err != nil {
