@@ -40,13 +40,37 @@ type ProbeLabels struct {
 	ProbeType, Container, Pod, Namespace, PodUID string
 }
 
-// ObserveProbe counts one probe and its result. As upstream, the duration
-// of a failed probe is not observed (a timeout would swamp the histogram).
-func ObserveProbe(l ProbeLabels, result string, d time.Duration) {
-	probeTotal.WithLabelValues(l.ProbeType, result, l.Container, l.Pod, l.Namespace, l.PodUID).Inc()
-	if result != ProbeResultFailed {
-		probeDuration.WithLabelValues(l.ProbeType, l.Container, l.Pod, l.Namespace).Observe(d.Seconds())
+// ProbeSeries are the series of one probe, resolved once: a probe every
+// second to every container must not hash its labels on every run.
+type ProbeSeries struct {
+	successful, failed, unknown prometheus.Counter
+	duration                    prometheus.Observer
+}
+
+// NewProbeSeries returns the series of the probe l.
+func NewProbeSeries(l ProbeLabels) *ProbeSeries {
+	total := func(result string) prometheus.Counter {
+		return probeTotal.WithLabelValues(l.ProbeType, result, l.Container, l.Pod, l.Namespace, l.PodUID)
 	}
+	return &ProbeSeries{
+		successful: total(ProbeResultSuccessful), failed: total(ProbeResultFailed), unknown: total(ProbeResultUnknown),
+		duration: probeDuration.WithLabelValues(l.ProbeType, l.Container, l.Pod, l.Namespace),
+	}
+}
+
+// Observe counts one probe and its result. As upstream, the duration of a
+// failed probe is not observed (a timeout would swamp the histogram).
+func (s *ProbeSeries) Observe(result string, d time.Duration) {
+	switch result {
+	case ProbeResultSuccessful:
+		s.successful.Inc()
+	case ProbeResultFailed:
+		s.failed.Inc()
+		return
+	default:
+		s.unknown.Inc()
+	}
+	s.duration.Observe(d.Seconds())
 }
 
 // ForgetProbe drops the series of a probe whose pod left the node.

@@ -10,8 +10,9 @@ import (
 
 func TestProbeMetrics(t *testing.T) {
 	l := ProbeLabels{ProbeType: "Readiness", Container: "c", Pod: "p", Namespace: "ns", PodUID: "u"}
-	ObserveProbe(l, ProbeResultSuccessful, 10*time.Millisecond)
-	ObserveProbe(l, ProbeResultFailed, time.Second)
+	s := NewProbeSeries(l)
+	s.Observe(ProbeResultSuccessful, 10*time.Millisecond)
+	s.Observe(ProbeResultFailed, time.Second)
 	body := scrapeProbes(t)
 	for _, want := range []string{
 		`prober_probe_total{container="c",namespace="ns",pod="p",pod_uid="u",probe_type="Readiness",result="successful"} 1`,

@@ -135,7 +135,7 @@ func (m *Manager) startWorkers(pp *podProbes, inst *instance, kinds []Kind, star
 		w := &worker{
 			m: m, kind: k, pod: pod, spec: spec, cfg: settingsOf(spec), startedAt: startedAt,
 			target: probeTarget{container: inst.spec, containerID: inst.state.ID, podIP: podIP},
-			spread: startedAt.Before(m.begun), labels: labels,
+			spread: startedAt.Before(m.begun), series: metrics.NewProbeSeries(labels),
 		}
 		w.ctx, w.cancel = context.WithCancel(m.ctx)
 		inst.workers[k] = w

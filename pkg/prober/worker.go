@@ -28,7 +28,7 @@ type worker struct {
 	// of nodelet), so the first probe is spread over a period instead of
 	// all adopted containers being probed at once.
 	spread bool
-	labels metrics.ProbeLabels
+	series *metrics.ProbeSeries
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -107,11 +107,11 @@ func (w *worker) probe() Result {
 		w.m.event(w.pod, v1.EventTypeWarning, "ProbeWarning", fmt.Sprintf("%s probe warning: %s", w.kind, msg))
 		fallthrough
 	case outcomeSuccess:
-		metrics.ObserveProbe(w.labels, metrics.ProbeResultSuccessful, time.Since(start))
+		w.series.Observe(metrics.ProbeResultSuccessful, time.Since(start))
 		return Success
 	}
 	klog.V(1).InfoS("Probe failed", "probeType", w.kind, "pod", klog.KObj(w.pod), "container", w.target.container.Name, "output", msg)
 	w.m.event(w.pod, v1.EventTypeWarning, "Unhealthy", fmt.Sprintf("%s probe failed: %s", w.kind, msg))
-	metrics.ObserveProbe(w.labels, metrics.ProbeResultFailed, time.Since(start))
+	w.series.Observe(metrics.ProbeResultFailed, time.Since(start))
 	return Failure
 }
