@@ -136,6 +136,16 @@ func TestSecurityContext(t *testing.T) {
     command: ["sh", "-c", "` + statusScript + `"]
     securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/allow.json}}
 `,
+		// fsGroup: a supplementary group of the process, and the group of
+		// what it creates in an emptyDir (setgid directory).
+		"fsgroup": `  securityContext: {fsGroup: 123, runAsUser: 1000, supplementalGroups: [4000]}
+  volumes: [{name: v, emptyDir: {}}]
+  containers:
+  - name: app
+    image: busybox:1.35
+    command: ["sh", "-c", "touch /v/f && echo file=$(stat -c %g /v/f) dir=$(stat -c %a:%g /v) groups=$(id -G); sleep 3600"]
+    volumeMounts: [{name: v, mountPath: /v}]
+`,
 		"seccomp-escape": `  containers:
   - name: app
     image: busybox:1.35
@@ -255,6 +265,14 @@ spec:
 			if got := statusField(waitContainerLog(t, n, p, c, "rootfs="), "Seccomp"); got != want {
 				t.Errorf("container %s: Seccomp %q, want %q", c, got, want)
 			}
+		}
+	})
+	t.Run("fsGroup", func(t *testing.T) {
+		p := n.WaitPod("fsgroup"+staticSuffix, 60*time.Second, "running", framework.Running)
+		waitContainerLog(t, n, p, "app", "file=123 dir=2777:123 groups=")
+		log := containerLog(t, n, p, "app")
+		if !strings.Contains(log, " 123") || !strings.Contains(log, " 4000") {
+			t.Errorf("supplementary groups: %s", log)
 		}
 	})
 	t.Run("seccomp localhost escape", func(t *testing.T) {

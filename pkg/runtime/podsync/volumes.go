@@ -129,7 +129,7 @@ func (s *Syncer) prepareVolumes(ctx context.Context, pod *v1.Pod) error {
 			if err := os.MkdirAll(path, 0o777); err != nil {
 				return fmt.Errorf("volume %q: %w", v.Name, err)
 			}
-			if err := os.Chmod(path, 0o777); err != nil {
+			if err := setEmptyDirMode(path, pod); err != nil {
 				return fmt.Errorf("volume %q: %w", v.Name, err)
 			}
 			continue
