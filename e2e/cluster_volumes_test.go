@@ -123,6 +123,12 @@ func TestProjectedVolumeProviderAsNode(t *testing.T) {
 	theirsSecret := newPod("other-secret", "other-node", "theirs", false)
 
 	root := t.TempDir()
+	// The provider mounts a tmpfs per volume.
+	t.Cleanup(func() {
+		if err := framework.UnmountUnder(root); err != nil {
+			t.Error(err)
+		}
+	})
 	p, err := volumes.NewProvider(volumes.Options{Client: node, RootDir: root})
 	if err != nil {
 		t.Fatal(err)

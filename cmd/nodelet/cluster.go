@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/status"
+	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
 // clusterEnv is what the cluster-member parts (node registration, API pod
@@ -33,6 +35,11 @@ type clusterEnv struct {
 	registry       prometheus.Registerer
 	diskPressure   func() bool
 	runtimeHealthy func() error
+	// resync has a pod synced now (the agent's Resync), set once the agent
+	// exists; the volume provider wakes pods whose objects appeared.
+	resync func(types.UID)
+	// volumes is the provider volumeProvider made.
+	volumes *volumes.Provider
 
 	// podRunners is the pod half's background work, built by podCluster and
 	// run with the API source (cluster_pods.go).

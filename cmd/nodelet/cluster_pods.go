@@ -12,6 +12,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/apistatus"
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/mirror"
+	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
 // apiSource returns the runner of the API server pod source, which writes
@@ -39,13 +40,16 @@ func (c *clusterEnv) podCluster() (agent.Cluster, error) {
 	mirrors := mirror.NewClient(c.client, c.nodeName, c.pods)
 	statuses := apistatus.NewManager(c.client, c.pods, apistatus.Options{})
 	c.podRunners = append(c.podRunners, mirrors.Run, statuses.Run)
-	return podMember{mirrors: mirrors, statuses: statuses}, nil
+	return podMember{mirrors: mirrors, statuses: statuses, volumes: c.volumes}, nil
 }
 
 // podMember joins mirror pods and status sync into an agent.Cluster.
 type podMember struct {
 	mirrors  *mirror.Client
 	statuses *apistatus.Manager
+	// volumes, when set, tears the volumes of a pod gone for good down
+	// at once (tmpfs with secrets), not only when its directory goes.
+	volumes *volumes.Provider
 }
 
 var _ agent.Cluster = podMember{}
@@ -69,4 +73,7 @@ func (p podMember) PodKilled(pod *v1.Pod, status v1.PodStatus) {
 func (p podMember) ForgetPod(uid types.UID) {
 	p.statuses.ForgetPod(uid)
 	p.mirrors.Forget(uid)
+	if p.volumes != nil {
+		p.volumes.Teardown(uid)
+	}
 }

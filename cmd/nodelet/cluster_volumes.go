@@ -25,12 +25,18 @@ func (c *clusterEnv) volumeProvider(ctx context.Context) podsync.VolumeProvider 
 		Client:  c.client,
 		RootDir: c.opts.RootDir,
 		Pods:    clusterPods{c},
+		Wake: func(uid types.UID) {
+			if c.resync != nil {
+				c.resync(uid)
+			}
+		},
 	})
 	if err != nil {
 		// Only for a missing client or root dir, both set by now.
 		klog.ErrorS(err, "Projected volumes unavailable")
 		return nil
 	}
+	c.volumes = p
 	go p.Run(ctx)
 	return p
 }

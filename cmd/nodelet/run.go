@@ -138,6 +138,9 @@ func run(ctx context.Context, opts *options.Options) error {
 		return err
 	}
 	ag.SetAdmission(admit, recorder)
+	if cl != nil {
+		cl.resync = ag.Resync
+	}
 
 	containerGC, err := gc.New(gc.Config{
 		Runtime: gc.NewCRIRuntime(client.RuntimeService()), Policy: gc.DefaultPolicy(),

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -42,6 +44,11 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
+	// Wake, when set, is called when a config map or secret a pod
+	// references appears or changes, after the pod's volumes were
+	// rewritten: a pod waiting for it (FailedMount, an env var from it)
+	// can start now rather than at its next retry.
+	Wake func(uid types.UID)
 }
 
 // DefaultResyncPeriod is the default Options.ResyncPeriod.
@@ -60,6 +67,13 @@ type Provider struct {
 	resync  time.Duration
 	clock   clock.WithTicker
 	tokens  *TokenManager
+	wake    func(types.UID)
+	watcher *objectWatcher
+	// changed holds pods whose referenced objects changed, for Run's
+	// refreshers.
+	changed workqueue.TypedInterface[types.UID]
+	// mountTmpfs makes a volume directory a tmpfs mount; tests replace it.
+	mountTmpfs func(dir string, fsGroup *int64) error
 
 	mu      sync.Mutex
 	tracked map[types.UID]*podVolumes
@@ -95,34 +109,47 @@ func NewProvider(opts Options) (*Provider, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Provider{
-		client:  opts.Client,
-		rootDir: opts.RootDir,
-		pods:    opts.Pods,
-		resync:  opts.ResyncPeriod,
-		clock:   opts.Clock,
-		tokens:  NewTokenManager(opts.Client, opts.Clock),
-		tracked: map[types.UID]*podVolumes{},
-	}, nil
+	p := &Provider{
+		client:     opts.Client,
+		rootDir:    opts.RootDir,
+		pods:       opts.Pods,
+		resync:     opts.ResyncPeriod,
+		clock:      opts.Clock,
+		tokens:     NewTokenManager(opts.Client, opts.Clock),
+		wake:       opts.Wake,
+		changed:    workqueue.NewTyped[types.UID](),
+		mountTmpfs: mountVolumeTmpfs,
+		tracked:    map[types.UID]*podVolumes{},
+	}
+	p.watcher = newObjectWatcher(opts.Client, func(ref volumeRef, users []types.UID) {
+		klog.V(3).InfoS("Referenced object changed", "kind", ref.kind, "namespace", ref.namespace, "name", ref.name, "pods", len(users))
+		for _, uid := range users {
+			p.changed.Add(uid)
+		}
+	})
+	return p, nil
 }
 
 // Check fails, wrapping cri.ErrUnsupported, for a volume the Provider
 // cannot make: a type other than projected, or a projection source it does
 // not know. It does no I/O.
 func (p *Provider) Check(pod *v1.Pod, v *v1.Volume) error {
-	return checkProjected(pod, v)
+	return checkVolume(pod, v)
 }
 
 // Prepare writes the pod's projected volumes and has the refresher keep
 // them current from now on. For a pod whose volumes are written and whose
 // last refresh worked it does no I/O, so it may be called at every sync.
 func (p *Provider) Prepare(ctx context.Context, pod *v1.Pod) error {
-	if !hasProjected(pod) {
+	if !hasAPIVolumes(pod) {
 		return nil
 	}
 	t := p.track(pod.UID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.pod == nil || t.pod.Generation != pod.Generation || t.pod.ResourceVersion != pod.ResourceVersion {
+		p.watcher.setPod(pod.UID, podRefs(pod))
+	}
 	t.pod = pod
 	if t.ready {
 		return nil
@@ -136,6 +163,13 @@ func (p *Provider) Prepare(ctx context.Context, pod *v1.Pod) error {
 // refresh of them is running once Cleanup returns, so the caller may
 // delete the directories. Its tokens are dropped.
 func (p *Provider) Cleanup(uid types.UID) {
+	p.forget(uid)
+	p.tokens.Forget(uid)
+}
+
+// forget stops refreshing a pod's volumes and watching what it references.
+func (p *Provider) forget(uid types.UID) {
+	p.watcher.removePod(uid)
 	p.mu.Lock()
 	t := p.tracked[uid]
 	delete(p.tracked, uid)
@@ -145,13 +179,21 @@ func (p *Provider) Cleanup(uid types.UID) {
 		t.gone = true
 		t.mu.Unlock()
 	}
-	p.tokens.Forget(uid)
 }
 
-// Run refreshes the volumes of the tracked pods every resync period until
-// ctx is done.
+// Run watches the config maps and secrets the tracked pods reference,
+// rewrites a pod's volumes as soon as one changes, and refreshes all of
+// them every resync period (tokens), until ctx is done.
 func (p *Provider) Run(ctx context.Context) {
 	klog.V(2).InfoS("Starting projected volume refresher", "period", p.resync)
+	go p.watcher.run(ctx)
+	go func() {
+		<-ctx.Done()
+		p.changed.ShutDown()
+	}()
+	for range changeWorkers {
+		go p.refreshChanged(ctx)
+	}
 	tick := p.clock.NewTicker(p.resync)
 	defer tick.Stop()
 	for {
@@ -183,7 +225,7 @@ func (p *Provider) RefreshAll(ctx context.Context) {
 			pod, ok := p.pods.PodByUID(uid)
 			if !ok {
 				klog.V(3).InfoS("Pod left the node, no longer refreshing its volumes", "podUID", uid)
-				p.Cleanup(uid)
+				p.forget(uid)
 				continue
 			}
 			current = pod
@@ -243,13 +285,18 @@ func (p *Provider) write(ctx context.Context, pod *v1.Pod) error {
 	}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if v.Projected == nil {
+		src, ok := asProjection(v)
+		if !ok {
 			continue
 		}
-		files, err := projectedFiles(ctx, p, pod, v.Projected)
+		dir, _ := cri.APIVolumePath(p.rootDir, pod.UID, v)
+		files, err := projectedFiles(ctx, p, pod, src)
 		changed := false
 		if err == nil {
-			changed, err = AtomicWrite(cri.ProjectedPath(p.rootDir, pod.UID, v.Name), files, fsGroup)
+			err = p.mountTmpfs(dir, fsGroup)
+		}
+		if err == nil {
+			changed, err = AtomicWrite(dir, files, fsGroup)
 		}
 		if err != nil {
 			// Upstream's wording, which people search for.
@@ -262,9 +309,9 @@ func (p *Provider) write(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
-func hasProjected(pod *v1.Pod) bool {
+func hasAPIVolumes(pod *v1.Pod) bool {
 	for i := range pod.Spec.Volumes {
-		if pod.Spec.Volumes[i].Projected != nil {
+		if _, ok := asProjection(&pod.Spec.Volumes[i]); ok {
 			return true
 		}
 	}
@@ -273,11 +320,25 @@ func hasProjected(pod *v1.Pod) bool {
 
 // The projector the Provider renders with: the API server, as the node.
 
+// configMap and secret read from the object's watch when it has synced
+// (no API call), else from the API.
 func (p *Provider) configMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	if o, known := p.watcher.get(volumeRef{kindConfigMap, ns, name}); known {
+		if o == nil {
+			return nil, apierrors.NewNotFound(v1.Resource("configmaps"), name)
+		}
+		return o.(*v1.ConfigMap), nil
+	}
 	return p.client.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 func (p *Provider) secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	if o, known := p.watcher.get(volumeRef{kindSecret, ns, name}); known {
+		if o == nil {
+			return nil, apierrors.NewNotFound(v1.Resource("secrets"), name)
+		}
+		return o.(*v1.Secret), nil
+	}
 	return p.client.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 }
 

@@ -65,6 +65,8 @@ func newProviderHarness(t *testing.T) *providerHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Unit tests need no root: the directory stays a plain one.
+	p.mountTmpfs = func(dir string, _ *int64) error { return os.MkdirAll(dir, 0o755) }
 	return &providerHarness{t: t, clock: clk, client: client, tokens: srv, pods: pods, p: p, root: root}
 }
 

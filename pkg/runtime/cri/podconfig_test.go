@@ -2,6 +2,7 @@ package cri
 
 import (
 	"errors"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -261,10 +262,10 @@ func TestContainerConfigUnsupported(t *testing.T) {
 		{"envFrom", func(p *v1.Pod) {
 			p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{}}}
 		}, "envFrom not supported yet"},
-		{"configMap volume", func(p *v1.Pod) {
-			p.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}}
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}
-		}, `volume "cfg": volume type configMap not supported yet`},
+		{"nfs volume", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "n", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "n", MountPath: "/n"}}
+		}, `volume "n": volume type nfs not supported yet`},
 		{"mount of missing volume", func(p *v1.Pod) {
 			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "nope", MountPath: "/x"}}
 		}, `volume mount "nope": no such volume`},
@@ -312,8 +313,36 @@ func TestCheckVolumes(t *testing.T) {
 		t.Errorf("projected: %v", err)
 	}
 	pod.Spec.Volumes = []v1.Volume{{Name: "m", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}
-	if err := CheckVolumes(pod); !errors.Is(err, ErrUnsupported) {
+	if err := CheckVolumes(pod); err != nil {
 		t.Errorf("memory emptyDir: %v", err)
+	}
+	pod.Spec.Volumes[0].EmptyDir.Medium = v1.StorageMediumHugePages
+	if err := CheckVolumes(pod); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("hugepages emptyDir: %v", err)
+	}
+}
+
+func TestAPIVolumeMounts(t *testing.T) {
+	pod := configPod()
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "c", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{}}},
+		{Name: "d", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}}},
+		{Name: "p", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}},
+	}
+	for _, v := range pod.Spec.Volumes {
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+	}
+	cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerParams{}, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"/c": "configmap", "/s": "secret", "/d": "downward-api", "/p": "projected"}
+	for _, m := range cfg.Mounts {
+		dir := filepath.Join(testOpts.RootDir, "pods", string(pod.UID), "volumes", "kubernetes.io~"+want[m.ContainerPath], m.ContainerPath[1:])
+		if m.HostPath != dir || !m.Readonly {
+			t.Errorf("mount %s = %s (readonly %v), want %s read-only", m.ContainerPath, m.HostPath, m.Readonly, dir)
+		}
 	}
 }
 

@@ -30,6 +30,38 @@ func ProjectedPath(rootDir string, uid types.UID, volume string) string {
 	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~projected", volume)
 }
 
+// APIVolumePath returns the directory backing a volume whose content comes
+// from the API (configMap, secret, downwardAPI, projected), in the upstream
+// layout: <root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<volume>. ok is
+// false for other volume types.
+func APIVolumePath(rootDir string, uid types.UID, v *v1.Volume) (path string, ok bool) {
+	plugin := APIVolumePlugin(v)
+	if plugin == "" {
+		return "", false
+	}
+	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~"+plugin, v.Name), true
+}
+
+// APIVolumePlugin names the upstream plugin directory of a volume with
+// content from the API ("secret", "configmap", "downward-api",
+// "projected"), or "" for any other volume.
+func APIVolumePlugin(v *v1.Volume) string {
+	switch {
+	case v.Secret != nil:
+		return "secret"
+	case v.ConfigMap != nil:
+		return "configmap"
+	case v.DownwardAPI != nil:
+		return "downward-api"
+	case v.Projected != nil:
+		return "projected"
+	}
+	return ""
+}
+
+// AllContainers returns the pod's init containers, then its containers.
+func AllContainers(pod *v1.Pod) []*v1.Container { return allContainers(pod) }
+
 // CheckVolumes fails for the first volume nodelet cannot provide by itself
 // (CheckVolume), naming its type: `volume "x": volume type projected not
 // supported yet`.
@@ -54,7 +86,7 @@ func CheckVolume(v *v1.Volume) error {
 	switch {
 	case v.HostPath != nil:
 	case v.EmptyDir != nil:
-		if v.EmptyDir.Medium != v1.StorageMediumDefault {
+		if m := v.EmptyDir.Medium; m != v1.StorageMediumDefault && m != v1.StorageMediumMemory {
 			return fmt.Errorf("volume %q: emptyDir medium %q %w", v.Name, v.EmptyDir.Medium, ErrUnsupported)
 		}
 	default:
@@ -91,18 +123,19 @@ func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, erro
 	switch {
 	case v.HostPath != nil:
 		return v.HostPath.Path, nil
-	case v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumDefault:
+	case v.EmptyDir != nil && (v.EmptyDir.Medium == v1.StorageMediumDefault || v.EmptyDir.Medium == v1.StorageMediumMemory):
 		if opts.RootDir == "" {
 			return "", fmt.Errorf("volume %q: emptyDir needs a root directory, none configured", v.Name)
 		}
 		return EmptyDirPath(opts.RootDir, pod.UID, v.Name), nil
-	case v.Projected != nil:
+	case APIVolumePlugin(v) != "":
 		// Whether the content can be made was checked before (see
 		// podsync.VolumeProvider); the path is fixed either way.
 		if opts.RootDir == "" {
-			return "", fmt.Errorf("volume %q: projected volume needs a root directory, none configured", v.Name)
+			return "", fmt.Errorf("volume %q: %s volume needs a root directory, none configured", v.Name, VolumeType(v))
 		}
-		return ProjectedPath(opts.RootDir, pod.UID, v.Name), nil
+		path, _ := APIVolumePath(opts.RootDir, pod.UID, v)
+		return path, nil
 	}
 	return "", fmt.Errorf("volume %q: volume type %s %w", v.Name, VolumeType(v), ErrUnsupported)
 }
@@ -207,10 +240,10 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, lookup fu
 		m := &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			// Projected content belongs to nodelet, which rewrites it
-			// (token refresh): a container never writes it, whatever
-			// the mount says, as upstream.
-			Readonly: vm.ReadOnly || v.Projected != nil,
+			// Content from the API belongs to nodelet, which rewrites
+			// it (token refresh, updates): a container never writes it,
+			// whatever the mount says, as upstream.
+			Readonly: vm.ReadOnly || APIVolumePlugin(v) != "",
 		}
 		if vm.MountPropagation != nil {
 			switch *vm.MountPropagation {

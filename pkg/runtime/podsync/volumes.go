@@ -9,10 +9,13 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/tmpfs"
 )
 
 // VolumeProvider makes the volumes whose content comes from the API server
@@ -101,10 +104,15 @@ func hasProvidedVolumes(pod *v1.Pod) bool {
 	return false
 }
 
-// forgetVolumes tells the provider a pod is gone.
+// forgetVolumes tells the provider a pod is gone and unmounts the tmpfs
+// mounts of its volumes (Memory emptyDirs, the provider's secrets and
+// tokens), so that removing the pod directory finds plain directories.
 func (s *Syncer) forgetVolumes(uid types.UID) {
 	if s.opts.Volumes != nil && uid != "" {
 		s.opts.Volumes.Cleanup(uid)
+	}
+	if err := tmpfs.UnmountPod(s.opts.Config.RootDir, string(uid)); err != nil {
+		klog.ErrorS(err, "Could not unmount pod volumes", "podUID", uid)
 	}
 }
 
@@ -125,6 +133,11 @@ func (s *Syncer) prepareVolumes(ctx context.Context, pod *v1.Pod) error {
 			return err
 		}
 		if v.EmptyDir != nil {
+			if v.EmptyDir.Medium == v1.StorageMediumMemory {
+				if err := memoryEmptyDir(path, v.EmptyDir.SizeLimit); err != nil {
+					return fmt.Errorf("volume %q: %w", v.Name, err)
+				}
+			}
 			// World-writable like upstream: containers may run as any user.
 			if err := os.MkdirAll(path, 0o777); err != nil {
 				return fmt.Errorf("volume %q: %w", v.Name, err)
@@ -142,6 +155,22 @@ func (s *Syncer) prepareVolumes(ctx context.Context, pod *v1.Pod) error {
 		return s.opts.Volumes.Prepare(ctx, pod)
 	}
 	return nil
+}
+
+// memoryEmptyDir mounts a tmpfs for an emptyDir with medium Memory, sized
+// by its sizeLimit or else by the node's memory, as upstream.
+func memoryEmptyDir(path string, sizeLimit *resource.Quantity) error {
+	var size int64
+	if sizeLimit != nil && sizeLimit.Value() > 0 {
+		size = sizeLimit.Value()
+	} else {
+		total, err := tmpfs.MemTotal()
+		if err != nil {
+			return err
+		}
+		size = total
+	}
+	return tmpfs.Ensure(path, 0o777, size)
 }
 
 func checkHostPath(path string, typ v1.HostPathType) error {

@@ -1,0 +1,241 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+)
+
+// TestClusterConfigVolumes: configMap, secret, downwardAPI and Memory
+// emptyDir volumes of an API pod, on nodelet with the node's credentials
+// (Node authorizer + NodeRestriction): content and modes as the container
+// sees them, every one a tmpfs on the node, updates of the ConfigMap and the
+// Secret reaching the running container, a missing ConfigMap holding the pod
+// in ContainerCreating with a FailedMount event until it is created, and
+// the tmpfs mounts gone when the pod is.
+func TestClusterConfigVolumes(t *testing.T) {
+	cluster := framework.StartCluster(t, framework.NodeName)
+	rt := framework.StartRuntime(t)
+	admin := cpClient(t, cluster.AdminKubeconfig)
+	n := framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig)
+	cpWaitNode(t, admin)
+	ctx := context.Background()
+	cms, secrets := admin.CoreV1().ConfigMaps("default"), admin.CoreV1().Secrets("default")
+
+	if _, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"},
+		Data:       map[string]string{"greeting": "hello-1", "other": "x"},
+		BinaryData: map[string][]byte{"blob": {0xff, 0x00, 0x01}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secrets.Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-secret"},
+		Data: map[string][]byte{"password": []byte("pw-1")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The container reports modes once, then the two values every 100 ms.
+	script := `echo "MODES cm=$(stat -L -c %a /cfg/greeting) blob=$(stat -L -c %a /cfg/data/blob) sec=$(stat -L -c %a /sec/password) down=$(stat -L -c %a /down/name)"
+echo "BLOB $(od -An -tx1 /cfg/data/blob | tr -d ' ')"
+echo "DOWN $(cat /down/name) $(cat /down/labels)"
+echo "OPTIONAL $(ls /opt | wc -l)"
+echo "MEM $(df -k /mem | tail -1)"
+touch /cfg/x 2>/dev/null && echo "WRITABLE"
+while true; do echo "NOW cm=$(cat /cfg/greeting) sec=$(cat /sec/password)"; sleep 0.1; done`
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: config-vols
+  namespace: default
+  labels: {app: vols}
+spec:
+  nodeName: %s
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: busybox:1.35
+    command: ["sh", "-c", %q]
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+    - {name: sec, mountPath: /sec}
+    - {name: down, mountPath: /down}
+    - {name: opt, mountPath: /opt}
+    - {name: mem, mountPath: /mem}
+  volumes:
+  - name: cfg
+    configMap:
+      name: app-config
+      defaultMode: 0640
+      items:
+      - {key: greeting, path: greeting}
+      - {key: blob, path: data/blob, mode: 0600}
+  - name: sec
+    secret: {secretName: app-secret, defaultMode: 0400}
+  - name: down
+    downwardAPI:
+      items:
+      - path: name
+        fieldRef: {fieldPath: metadata.name}
+      - path: labels
+        fieldRef: {fieldPath: metadata.labels}
+  - name: opt
+    secret: {secretName: does-not-exist, optional: true}
+  - name: mem
+    emptyDir: {medium: Memory, sizeLimit: 8Mi}
+`, framework.NodeName, script)
+	if out, err := cluster.KubectlInput(manifest, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	p := cpWaitPod(t, admin, "config-vols", 60*time.Second, "Running", cpRunningInAPI)
+	logFile := filepath.Join(cri.PodLogDir(n.LogDir, "default", "config-vols", p.UID), cri.ContainerLogPath("app", 0))
+	logHas := func(want string) bool {
+		b, _ := os.ReadFile(logFile)
+		return strings.Contains(string(b), want)
+	}
+	waitFor(t, 30*time.Second, "first values in the log", func() (bool, string) {
+		b, _ := os.ReadFile(logFile)
+		return strings.Contains(string(b), "NOW cm="), string(b)
+	})
+	for _, want := range []string{
+		"MODES cm=640 blob=600 sec=400 down=644", "BLOB ff0001", `DOWN config-vols app="vols"`,
+		"OPTIONAL 0", "8192", "NOW cm=hello-1 sec=pw-1",
+	} {
+		if !logHas(want) {
+			b, _ := os.ReadFile(logFile)
+			t.Errorf("container log lacks %q:\n%s", want, lastLines(string(b), 12))
+		}
+	}
+	if logHas("WRITABLE") {
+		t.Error("configMap volume is writable in the container")
+	}
+
+	// Every volume with API content, and the Memory emptyDir, is a tmpfs
+	// on the node; only root can reach into the plugin directories.
+	mounts, err := framework.MountsUnder(filepath.Join(n.RootDir, "pods", string(p.UID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, plugin := range []string{"configmap/cfg", "secret/sec", "downward-api/down", "secret/opt", "empty-dir/mem"} {
+		typ, name, _ := strings.Cut(plugin, "/")
+		dir := filepath.Join(n.RootDir, "pods", string(p.UID), "volumes", "kubernetes.io~"+typ, name)
+		if !containsString(mounts, dir) {
+			t.Errorf("%s is not a mount point; mounts: %v", dir, mounts)
+		}
+		if typ != "empty-dir" {
+			if fi, err := os.Stat(filepath.Dir(dir)); err != nil || fi.Mode().Perm()&0o007 != 0 {
+				t.Errorf("%s readable by other users: %v %v", filepath.Dir(dir), fi.Mode(), err)
+			}
+		}
+	}
+	fsType := mountType(t, filepath.Join(n.RootDir, "pods", string(p.UID), "volumes", "kubernetes.io~secret", "sec"))
+	if fsType != "tmpfs" {
+		t.Errorf("secret volume on %q, want tmpfs", fsType)
+	}
+
+	// Updates reach the running container.
+	begin := time.Now()
+	if _, err := cms.Update(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"},
+		Data: map[string]string{"greeting": "hello-2"}, BinaryData: map[string][]byte{"blob": {1}}}, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secrets.Update(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-secret"},
+		Data: map[string][]byte{"password": []byte("pw-2")}}, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "updated ConfigMap and Secret in the container", func() (bool, string) {
+		b, _ := os.ReadFile(logFile)
+		return strings.Contains(string(b), "NOW cm=hello-2 sec=pw-2"), lastLines(string(b), 3)
+	})
+	t.Logf("measured: ConfigMap + Secret update -> seen by the running container: %s", time.Since(begin).Round(10*time.Millisecond))
+
+	// A missing ConfigMap holds the pod in ContainerCreating, with a
+	// FailedMount event naming it, until it exists.
+	late := strings.ReplaceAll(cpPodYAML("config-late", "cat /late/k; sleep 3600", 1), "  containers:\n", `  volumes:
+  - name: late
+    configMap: {name: created-later}
+  containers:
+`) + "    volumeMounts:\n    - {name: late, mountPath: /late}\n"
+	if out, err := cluster.KubectlInput(late, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	lp := cpWaitPod(t, admin, "config-late", 60*time.Second, "waiting in ContainerCreating", func(p *v1.Pod) bool {
+		cs := framework.ContainerStatus(p, "app")
+		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "ContainerCreating"
+	})
+	waitFailedMount(t, admin, lp, `"created-later"`)
+	begin = time.Now()
+	if _, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "created-later"},
+		Data: map[string]string{"k": "arrived"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cpWaitPod(t, admin, "config-late", 60*time.Second, "Running once the ConfigMap exists", cpRunningInAPI)
+	t.Logf("measured: missing ConfigMap created -> pod Running: %s", time.Since(begin).Round(10*time.Millisecond))
+
+	// Deleting the pod unmounts its tmpfs volumes.
+	if _, err := cluster.Kubectl("delete", "pod", "config-vols", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the deleted pod's mounts gone", func() (bool, string) {
+		m, _ := framework.MountsUnder(filepath.Join(n.RootDir, "pods", string(p.UID)))
+		return len(m) == 0, fmt.Sprint(m)
+	})
+}
+
+// waitFailedMount waits for a FailedMount event of pod whose message holds
+// want.
+func waitFailedMount(t *testing.T, c kubernetes.Interface, p *v1.Pod, want string) {
+	t.Helper()
+	sel := fields.Set{"involvedObject.uid": string(p.UID), "reason": "FailedMount"}.AsSelector().String()
+	waitFor(t, 60*time.Second, "a FailedMount event naming "+want, func() (bool, string) {
+		evs, err := c.CoreV1().Events(p.Namespace).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return false, err.Error()
+		}
+		var msgs []string
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, want) {
+				return true, ""
+			}
+			msgs = append(msgs, e.Message)
+		}
+		return false, strings.Join(msgs, "\n")
+	})
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// mountType returns the filesystem type mounted at dir ("" if none).
+func mountType(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[1] == dir {
+			typ = f[2]
+		}
+	}
+	return typ
+}

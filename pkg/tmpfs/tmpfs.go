@@ -1,0 +1,129 @@
+// Package tmpfs mounts the memory-backed filesystems that hold pod volumes
+// which must never reach the node's disk (secrets, tokens, projected and
+// downward API content, emptyDir with medium Memory), and unmounts them when
+// the pod's volumes are torn down.
+//
+// Every such mount sits exactly at
+// <root>/pods/<uid>/volumes/kubernetes.io~<type>/<volume>, the upstream
+// layout, so whoever removes a pod directory knows where mounts may be.
+package tmpfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Flags of every volume tmpfs: nothing on it may act as a device or gain
+// privileges through set-id bits.
+const mountFlags = unix.MS_NOSUID | unix.MS_NODEV
+
+// Options returns the tmpfs mount data for a volume root with mode perm and,
+// when size > 0, a size limit in bytes.
+func Options(perm os.FileMode, size int64) string {
+	o := "mode=" + strconv.FormatUint(uint64(perm.Perm()), 8)
+	if size > 0 {
+		o += ",size=" + strconv.FormatInt(size, 10)
+	}
+	return o
+}
+
+// Ensure makes dir (created if missing, parents 0750) a tmpfs mount with
+// the given root mode and size limit. A dir that is already a mount point
+// is left as it is, so it is cheap to call before every write.
+func Ensure(dir string, perm os.FileMode, size int64) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create volume directory: %w", err)
+	}
+	mounted, err := IsMountPoint(dir)
+	if err != nil {
+		return err
+	}
+	if mounted {
+		return nil
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", mountFlags, Options(perm, size)); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// IsMountPoint reports whether dir is the root of a mounted filesystem
+// other than its parent's. A bind mount of a directory of the same
+// filesystem is not detected, which is fine for tmpfs: it always has its
+// own device.
+func IsMountPoint(dir string) (bool, error) {
+	var st, parent unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return false, fmt.Errorf("stat %s: %w", dir, err)
+	}
+	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
+		return false, fmt.Errorf("stat %s: %w", filepath.Dir(dir), err)
+	}
+	return st.Dev != parent.Dev, nil
+}
+
+// PodVolumesDir is where a pod's volumes live.
+func PodVolumesDir(root, uid string) string {
+	return filepath.Join(root, "pods", uid, "volumes")
+}
+
+// UnmountPod unmounts every mount point at
+// <root>/pods/<uid>/volumes/kubernetes.io~*/<volume>, the places Ensure is
+// used on. Mounts elsewhere are not nodelet's doing and are left alone. A
+// pod without volumes is fine.
+func UnmountPod(root, uid string) error {
+	if root == "" || uid == "" {
+		return nil
+	}
+	base := PodVolumesDir(root, uid)
+	types, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range types {
+		if !t.IsDir() {
+			continue
+		}
+		vols, err := os.ReadDir(filepath.Join(base, t.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, v := range vols {
+			if !v.IsDir() {
+				continue
+			}
+			dir := filepath.Join(base, t.Name(), v.Name())
+			mounted, err := IsMountPoint(dir)
+			if err != nil || !mounted {
+				errs = append(errs, err)
+				continue
+			}
+			if err := unix.Unmount(dir, unix.UMOUNT_NOFOLLOW); err != nil {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MemTotal returns the node's memory in bytes, the size of a Memory
+// emptyDir without a sizeLimit (upstream sizes it by the node's allocatable
+// memory; nodelet reserves none, so that is all of it).
+func MemTotal() (int64, error) {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 0, fmt.Errorf("sysinfo: %w", err)
+	}
+	return int64(si.Totalram) * int64(si.Unit), nil
+}

@@ -1,0 +1,39 @@
+package tmpfs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestOptions(t *testing.T) {
+	for _, tc := range []struct {
+		perm os.FileMode
+		size int64
+		want string
+	}{
+		{0o755, 0, "mode=755"},
+		{0o1777, 0, "mode=777"},
+		{0o750, 64 << 20, "mode=750,size=67108864"},
+	} {
+		if got := Options(tc.perm, tc.size); got != tc.want {
+			t.Errorf("Options(%o, %d) = %q, want %q", tc.perm, tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestUnmountPodWithoutMounts(t *testing.T) {
+	root := t.TempDir()
+	if err := UnmountPod(root, "nope"); err != nil {
+		t.Fatalf("pod without a directory: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(PodVolumesDir(root, "u"), "kubernetes.io~secret", "s"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := UnmountPod(root, "u"); err != nil {
+		t.Fatalf("plain directories: %v", err)
+	}
+	if m, err := IsMountPoint(root); err != nil || m {
+		t.Logf("temp dir is a mount point here (%v, %v)", m, err)
+	}
+}
