@@ -121,10 +121,15 @@ func NewProvider(opts Options) (*Provider, error) {
 		mountTmpfs: mountVolumeTmpfs,
 		tracked:    map[types.UID]*podVolumes{},
 	}
-	p.watcher = newObjectWatcher(opts.Client, func(ref volumeRef, users []types.UID) {
-		klog.V(3).InfoS("Referenced object changed", "kind", ref.kind, "namespace", ref.namespace, "name", ref.name, "pods", len(users))
+	p.watcher = newObjectWatcher(opts.Client, func(ref volumeRef, users []types.UID, initial bool) {
+		klog.V(3).InfoS("Referenced object changed", "kind", ref.kind, "namespace", ref.namespace, "name", ref.name, "pods", len(users), "initial", initial)
 		for _, uid := range users {
-			p.changed.Add(uid)
+			// What a watch's first list finds, the pods that started it
+			// read themselves, unless that read failed: an object created
+			// between their read and the list is news only to them.
+			if !initial || !p.isReady(uid) {
+				p.changed.Add(uid)
+			}
 		}
 	})
 	return p, nil
@@ -262,6 +267,19 @@ func (p *Provider) refresh(ctx context.Context, t *podVolumes, current *v1.Pod) 
 	if err != nil {
 		t.lastErr = err.Error()
 	}
+}
+
+// isReady reports whether a pod's volumes are written and current.
+func (p *Provider) isReady(uid types.UID) bool {
+	p.mu.Lock()
+	t := p.tracked[uid]
+	p.mu.Unlock()
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ready
 }
 
 // track returns the tracking entry of a pod, creating it.

@@ -28,8 +28,9 @@ import (
 type objectWatcher struct {
 	client kube.Interface
 	// changed is called, from a watch's goroutine, when a watched object
-	// appears, changes or goes away after the watch's first list.
-	changed func(ref volumeRef, users []types.UID)
+	// appears, changes or goes away; initial marks what the watch's first
+	// list found.
+	changed func(ref volumeRef, users []types.UID, initial bool)
 
 	mu      sync.Mutex
 	ctx     context.Context // set by run; no watch starts before
@@ -44,7 +45,7 @@ type objWatch struct {
 	cancel context.CancelFunc
 }
 
-func newObjectWatcher(client kube.Interface, changed func(volumeRef, []types.UID)) *objectWatcher {
+func newObjectWatcher(client kube.Interface, changed func(volumeRef, []types.UID, bool)) *objectWatcher {
 	return &objectWatcher{client: client, changed: changed, watches: map[volumeRef]*objWatch{}, pods: map[types.UID][]volumeRef{}}
 }
 
@@ -147,7 +148,7 @@ func (w *objectWatcher) start(r volumeRef, ow *objWatch) {
 	default:
 		lw, objType = nameListWatch(w.client.Secrets(r.namespace), selector), &v1.Secret{}
 	}
-	notify := func() {
+	notify := func(initial bool) {
 		w.mu.Lock()
 		cur := w.watches[r]
 		var users []types.UID
@@ -156,22 +157,16 @@ func (w *objectWatcher) start(r volumeRef, ow *objWatch) {
 		}
 		w.mu.Unlock()
 		if len(users) > 0 {
-			w.changed(r, users)
+			w.changed(r, users, initial)
 		}
 	}
 	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, w.client),
 		ObjectType:    objType,
 		Handler: cache.ResourceEventHandlerDetailedFuncs{
-			// The pods that started this watch read the object
-			// themselves; only what happens after the first list is news.
-			AddFunc: func(_ any, initial bool) {
-				if !initial {
-					notify()
-				}
-			},
-			UpdateFunc: func(_, _ any) { notify() },
-			DeleteFunc: func(any) { notify() },
+			AddFunc:    func(_ any, initial bool) { notify(initial) },
+			UpdateFunc: func(_, _ any) { notify(false) },
+			DeleteFunc: func(any) { notify(false) },
 		},
 	})
 	ow.store, ow.synced = store, ctrl.HasSynced
