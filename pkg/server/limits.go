@@ -21,10 +21,15 @@ const (
 	// attach and port-forward take their streams over the upgraded
 	// connection, not the body.
 	maxBodyBytes = 64 << 10
-	// bodyReadTimeout bounds reading a request body on ordinary routes.
+)
+
+// Per-request deadlines of ordinary routes; variables so that tests can
+// put them in the past.
+var (
+	// bodyReadTimeout bounds reading a request body.
 	bodyReadTimeout = time.Minute
-	// writeTimeout bounds writing the answer of an ordinary request; a
-	// summary on a loaded node is the slowest of them.
+	// writeTimeout bounds writing the answer; a summary on a loaded node
+	// is the slowest of them.
 	writeTimeout = 2 * time.Minute
 )
 
