@@ -70,6 +70,7 @@ spec:
 	if p.Status.Reason != "DeadlineExceeded" {
 		t.Errorf("deadline pod: reason %q message %q", p.Status.Reason, p.Status.Message)
 	}
+	cpWaitDescribeEvents(t, cluster, "deadline", "DeadlineExceeded")
 
 	p = cpWaitPod(t, admin, "withsidecar", 60*time.Second, "Succeeded with the sidecar stopped", func(p *v1.Pod) bool {
 		side := framework.InitContainerStatus(p, "side")

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,8 +22,9 @@ func TestActiveDeadlineFailsAndStopsThePod(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rt := newFakeRuntime()
+	ev := &eventingRuntime{fakeRuntime: rt}
 	updates := make(chan config.PodUpdate, 10)
-	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour, ResyncPeriod: time.Hour}, rt,
+	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour, ResyncPeriod: time.Hour}, ev,
 		&fakeRelister{changed: make(chan pleg.Change)}, updates, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
@@ -36,9 +38,31 @@ func TestActiveDeadlineFailsAndStopsThePod(t *testing.T) {
 		st, ok := a.statuses.Get("d")
 		return ok && st.Phase == v1.PodFailed && st.Reason == status.ReasonDeadlineExceeded
 	})
+	if got := ev.take(); len(got) != 1 || got[0] != "Normal DeadlineExceeded "+status.MessageDeadlineExceeded {
+		t.Errorf("events %q, want one DeadlineExceeded", got)
+	}
 	if rt.count(rt.synced, "d") != 1 {
 		t.Errorf("pod synced %d times, want once before its deadline", rt.count(rt.synced, "d"))
 	}
 	cancel()
 	<-done
+}
+
+// eventingRuntime is a fakeRuntime that records pod events.
+type eventingRuntime struct {
+	*fakeRuntime
+	mu     sync.Mutex
+	events []string
+}
+
+func (e *eventingRuntime) PodEvent(_ *v1.Pod, eventType, reason, message string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, eventType+" "+reason+" "+message)
+}
+
+func (e *eventingRuntime) take() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.events
 }

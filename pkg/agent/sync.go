@@ -78,6 +78,9 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 	if exceeded, _ := a.activeDeadline(p); exceeded {
 		// Past activeDeadlineSeconds the pod is Failed and stays stopped.
 		klog.V(2).InfoS("Pod exceeded its active deadline; stopping it", "pod", klog.KObj(p))
+		if ev, ok := a.rt.(podEventer); ok && !a.failedFor(p, status.ReasonDeadlineExceeded) {
+			ev.PodEvent(p, v1.EventTypeNormal, status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded)
+		}
 		err := a.rt.KillPod(ctx, p, rs, nil)
 		if err != nil {
 			err = fmt.Errorf("stop pod %s/%s past its active deadline: %w", p.Namespace, p.Name, err)
@@ -95,6 +98,18 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		res.RetryAfter = left
 	}
 	return worker.Result{RetryAfter: res.RetryAfter, Err: res.Err}
+}
+
+// podEventer records an event on a pod; the runtime offers it when it can.
+type podEventer interface {
+	PodEvent(pod *v1.Pod, eventType, reason, message string)
+}
+
+// failedFor reports whether the pod's last status already says it failed
+// for reason.
+func (a *Agent) failedFor(p *v1.Pod, reason string) bool {
+	prev, ok := a.statuses.Get(p.UID)
+	return ok && prev.Phase == v1.PodFailed && prev.Reason == reason
 }
 
 // activeDeadline applies the pod's activeDeadlineSeconds from the start

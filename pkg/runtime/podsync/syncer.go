@@ -421,6 +421,12 @@ func (s *Syncer) observe(op string, start time.Time, err error) {
 	}
 }
 
+// PodEvent records an event on pod (as the Syncer's own events are), for
+// decisions taken outside it: the pod failed its active deadline.
+func (s *Syncer) PodEvent(pod *v1.Pod, eventType, reason, message string) {
+	s.event(pod, eventType, reason, "%s", message)
+}
+
 func (s *Syncer) event(pod *v1.Pod, eventType, reason, format string, args ...any) {
 	if s.recorder == nil || pod == nil {
 		return
