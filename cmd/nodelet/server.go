@@ -123,7 +123,7 @@ func nodeAuth(opts *options.Options, nodeName string, client kube.Interface) (se
 		auth.Authenticators.List = append(auth.Authenticators.List, server.TokenAuthenticator(
 			func(ctx context.Context, r *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error) {
 				return reviews.Create(ctx, r, metav1.CreateOptions{})
-			}, server.DefaultTokenCache))
+			}, server.TokenCacheOptions(opts.WebhookTokenCacheTTL)))
 	}
 	if len(auth.Authenticators.List) == 0 && !opts.AnonymousAuth {
 		klog.InfoS("Node API has no way to authenticate anyone: every request will get 401; set --client-ca-file or --authentication-token-webhook")
@@ -134,7 +134,7 @@ func nodeAuth(opts *options.Options, nodeName string, client kube.Interface) (se
 		auth.Authorizer = server.SubjectAccessReviewAuthorizer(
 			func(ctx context.Context, r *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
 				return sars.Create(ctx, r, metav1.CreateOptions{})
-			}, server.DefaultAuthzCache)
+			}, server.CacheOptions{AllowTTL: opts.AuthzCacheAuthorizedTTL, DenyTTL: opts.AuthzCacheUnauthorizedTTL})
 	case options.AuthorizationModeAlwaysAllow:
 		auth.Authorizer = server.AlwaysAllow
 	default:

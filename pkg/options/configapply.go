@@ -48,6 +48,9 @@ var supportedConfigFields = []string{
 	"tlsMinVersion",
 	"tlsCipherSuites",
 	"registerWithTaints",
+	"authentication.webhook.cacheTTL",
+	"authorization.webhook.cacheAuthorizedTTL",
+	"authorization.webhook.cacheUnauthorizedTTL",
 }
 
 // applyConfigFile copies the supported fields the file sets onto o. A field
@@ -114,6 +117,11 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	if len(kc.RegisterWithTaints) > 0 {
 		o.RegisterWithTaints = kc.RegisterWithTaints
 	}
+	// A written 0s is upstream's "do not cache" too, but v1beta1 defaulting
+	// cannot tell it from unset; neither can nodelet.
+	setNonZero(&o.WebhookTokenCacheTTL, kc.Authentication.Webhook.CacheTTL.Duration)
+	setNonZero(&o.AuthzCacheAuthorizedTTL, kc.Authorization.Webhook.CacheAuthorizedTTL.Duration)
+	setNonZero(&o.AuthzCacheUnauthorizedTTL, kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration)
 }
 
 func setString(dst *string, v string) { setNonZero(dst, v) }

@@ -134,6 +134,15 @@ type Options struct {
 	// RegisterWithTaints is --register-with-taints / registerWithTaints:
 	// the Node's taints when nodelet creates it.
 	RegisterWithTaints []v1.Taint
+	// WebhookTokenCacheTTL is --authentication-token-webhook-cache-ttl /
+	// authentication.webhook.cacheTTL: how long TokenReview answers are kept.
+	WebhookTokenCacheTTL time.Duration
+	// AuthzCacheAuthorizedTTL and AuthzCacheUnauthorizedTTL are
+	// --authorization-webhook-cache-{authorized,unauthorized}-ttl /
+	// authorization.webhook.cache{Authorized,Unauthorized}TTL: how long
+	// SubjectAccessReview answers are kept.
+	AuthzCacheAuthorizedTTL   time.Duration
+	AuthzCacheUnauthorizedTTL time.Duration
 
 	// Verbosity is --v, or logging.verbosity from the config file. The --v
 	// flag sets klog as it is parsed; ApplyVerbosity applies a file value.
@@ -173,6 +182,9 @@ func Defaults() *Options {
 		AnonymousAuth:               false,
 		WebhookAuthentication:       false,
 		AuthorizationMode:           AuthorizationModeAlwaysAllow,
+		WebhookTokenCacheTTL:        2 * time.Minute,
+		AuthzCacheAuthorizedTTL:     5 * time.Minute,
+		AuthzCacheUnauthorizedTTL:   30 * time.Second,
 	}
 }
 

@@ -60,12 +60,6 @@ var refusedFlags = map[string]refusal{
 		"nodelet does not limit the processes of a pod; one pod could exhaust the node's PIDs"},
 	"streaming-connection-idle-timeout": {isDuration(4 * time.Hour),
 		"nodelet does not close idle exec, attach and port-forward sessions on a timer"},
-	"authentication-token-webhook-cache-ttl": {isDuration(2 * time.Minute),
-		"nodelet caches TokenReview answers for 2m; a shorter TTL (faster revocation) would not be honoured"},
-	"authorization-webhook-cache-authorized-ttl": {isDuration(5 * time.Minute),
-		"nodelet caches allowed SubjectAccessReview answers for 5m; a shorter TTL (faster revocation) would not be honoured"},
-	"authorization-webhook-cache-unauthorized-ttl": {isDuration(30 * time.Second),
-		"nodelet caches denied SubjectAccessReview answers for 30s; a different TTL would not be honoured"},
 }
 
 // refusedFlagErrors names every unsupported flag set to a value nodelet
@@ -100,8 +94,6 @@ var refusedFields = map[string]string{
 	"serverTLSBootstrap":                     refusedFlags["rotate-server-certificates"].reason,
 	"podPidsLimit":                           refusedFlags["pod-max-pids"].reason,
 	"streamingConnectionIdleTimeout":         refusedFlags["streaming-connection-idle-timeout"].reason,
-	"authentication.webhook.cacheTTL":        refusedFlags["authentication-token-webhook-cache-ttl"].reason,
-	"authorization.webhook":                  "nodelet caches SubjectAccessReview answers for 5m (allowed) and 30s (denied); other TTLs would not be honoured",
 	"imagePullCredentialsVerificationPolicy": "nodelet does not verify that a pod may use an image another pod pulled with credentials",
 	"preloadedImagesVerificationAllowlist":   "nodelet does not verify that a pod may use an image another pod pulled with credentials",
 }

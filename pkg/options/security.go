@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
@@ -53,6 +54,21 @@ func cipherSuites(names []string) (ids []uint16, insecure []string) {
 		}
 	}
 	return ids, insecure
+}
+
+// validateCacheTTLs checks the webhook cache flags; 0 disables a cache.
+func (o *Options) validateCacheTTLs() []error {
+	var errs []error
+	for flag, d := range map[string]time.Duration{
+		"authentication-token-webhook-cache-ttl":       o.WebhookTokenCacheTTL,
+		"authorization-webhook-cache-authorized-ttl":   o.AuthzCacheAuthorizedTTL,
+		"authorization-webhook-cache-unauthorized-ttl": o.AuthzCacheUnauthorizedTTL,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("--%s (%s) must not be negative", flag, d))
+		}
+	}
+	return errs
 }
 
 // validateTLS checks --tls-min-version and --tls-cipher-suites.
@@ -185,5 +201,11 @@ func securityFlagSpecs() []flagSpec {
 		stringSliceFlag("tls-cipher-suites", "Comma-separated cipher suites of the node API (IANA names, as Go's crypto/tls). Default: Go's.",
 			func(o *Options) *[]string { return &o.TLSCipherSuites }),
 		taintsFlag("register-with-taints", "Taints to register the node with, as comma-separated key=value:Effect (or key:Effect). Ignored unless --register-node."),
+		durationFlag("authentication-token-webhook-cache-ttl", "How long TokenReview answers are cached.",
+			func(o *Options) *time.Duration { return &o.WebhookTokenCacheTTL }),
+		durationFlag("authorization-webhook-cache-authorized-ttl", "How long allowed SubjectAccessReview answers are cached.",
+			func(o *Options) *time.Duration { return &o.AuthzCacheAuthorizedTTL }),
+		durationFlag("authorization-webhook-cache-unauthorized-ttl", "How long denied SubjectAccessReview answers are cached.",
+			func(o *Options) *time.Duration { return &o.AuthzCacheUnauthorizedTTL }),
 	}
 }

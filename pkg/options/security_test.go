@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -83,35 +84,29 @@ func TestRegisterWithTaints(t *testing.T) {
 
 // nonDefault gives each refused flag a value other than upstream's default.
 var nonDefault = map[string]string{
-	"enable-debugging-handlers":                    "false",
-	"protect-kernel-defaults":                      "true",
-	"rotate-certificates":                          "true",
-	"rotate-server-certificates":                   "true",
-	"register-schedulable":                         "false",
-	"runonce":                                      "true",
-	"config-dir":                                   "/etc/kubernetes/kubelet.conf.d",
-	"pod-max-pids":                                 "100",
-	"streaming-connection-idle-timeout":            "5m",
-	"authentication-token-webhook-cache-ttl":       "10s",
-	"authorization-webhook-cache-authorized-ttl":   "1m",
-	"authorization-webhook-cache-unauthorized-ttl": "1s",
+	"enable-debugging-handlers":         "false",
+	"protect-kernel-defaults":           "true",
+	"rotate-certificates":               "true",
+	"rotate-server-certificates":        "true",
+	"register-schedulable":              "false",
+	"runonce":                           "true",
+	"config-dir":                        "/etc/kubernetes/kubelet.conf.d",
+	"pod-max-pids":                      "100",
+	"streaming-connection-idle-timeout": "5m",
 }
 
 // upstreamDefault gives each refused flag its upstream default, spelled as
 // unit files do.
 var upstreamDefault = map[string]string{
-	"enable-debugging-handlers":                    "true",
-	"protect-kernel-defaults":                      "false",
-	"rotate-certificates":                          "false",
-	"rotate-server-certificates":                   "false",
-	"register-schedulable":                         "true",
-	"runonce":                                      "false",
-	"config-dir":                                   "",
-	"pod-max-pids":                                 "-1",
-	"streaming-connection-idle-timeout":            "4h0m0s",
-	"authentication-token-webhook-cache-ttl":       "2m",
-	"authorization-webhook-cache-authorized-ttl":   "5m0s",
-	"authorization-webhook-cache-unauthorized-ttl": "30s",
+	"enable-debugging-handlers":         "true",
+	"protect-kernel-defaults":           "false",
+	"rotate-certificates":               "false",
+	"rotate-server-certificates":        "false",
+	"register-schedulable":              "true",
+	"runonce":                           "false",
+	"config-dir":                        "",
+	"pod-max-pids":                      "-1",
+	"streaming-connection-idle-timeout": "4h0m0s",
 }
 
 func TestRefusedFlags(t *testing.T) {
@@ -154,8 +149,6 @@ func TestRefusedFields(t *testing.T) {
 		"serverTLSBootstrap":                     "serverTLSBootstrap: true",
 		"podPidsLimit":                           "podPidsLimit: 1024",
 		"streamingConnectionIdleTimeout":         "streamingConnectionIdleTimeout: 5m",
-		"authentication.webhook.cacheTTL":        "authentication: {webhook: {cacheTTL: 10s}}",
-		"authorization.webhook":                  "authorization: {mode: Webhook, webhook: {cacheAuthorizedTTL: 1m}}",
 		"imagePullCredentialsVerificationPolicy": "imagePullCredentialsVerificationPolicy: AlwaysVerify",
 		"preloadedImagesVerificationAllowlist":   "preloadedImagesVerificationAllowlist: [registry.k8s.io/pause]",
 	}
@@ -175,7 +168,7 @@ func TestRefusedFields(t *testing.T) {
 		})
 	}
 	// The upstream defaults written out are fine.
-	kc, err := DecodeConfig([]byte(header + "enableDebuggingHandlers: true\nstreamingConnectionIdleTimeout: 4h\nauthentication: {webhook: {cacheTTL: 2m}}\n"))
+	kc, err := DecodeConfig([]byte(header + "enableDebuggingHandlers: true\nstreamingConnectionIdleTimeout: 4h\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,5 +179,24 @@ func TestRefusedFields(t *testing.T) {
 	stubHostname(t, "host")
 	if _, _, err := resolveArgs(t, header+"protectKernelDefaults: true\n"); err == nil || !strings.Contains(err.Error(), "protectKernelDefaults") {
 		t.Errorf("Resolve with a refused field: %v", err)
+	}
+}
+
+func TestWebhookCacheTTLs(t *testing.T) {
+	stubHostname(t, "host")
+	o, warnings, err := resolveArgs(t, "", "--authentication-token-webhook-cache-ttl=10s",
+		"--authorization-webhook-cache-authorized-ttl=1m", "--authorization-webhook-cache-unauthorized-ttl=0s")
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("%v %q", err, warnings)
+	}
+	if o.WebhookTokenCacheTTL != 10*time.Second || o.AuthzCacheAuthorizedTTL != time.Minute || o.AuthzCacheUnauthorizedTTL != 0 {
+		t.Errorf("TTLs %s %s %s", o.WebhookTokenCacheTTL, o.AuthzCacheAuthorizedTTL, o.AuthzCacheUnauthorizedTTL)
+	}
+	d, _, _ := resolveArgs(t, "")
+	if d.WebhookTokenCacheTTL != 2*time.Minute || d.AuthzCacheAuthorizedTTL != 5*time.Minute || d.AuthzCacheUnauthorizedTTL != 30*time.Second {
+		t.Errorf("defaults %s %s %s, want upstream's 2m 5m 30s", d.WebhookTokenCacheTTL, d.AuthzCacheAuthorizedTTL, d.AuthzCacheUnauthorizedTTL)
+	}
+	if _, _, err := resolveArgs(t, "", "--authentication-token-webhook-cache-ttl=-1s"); err == nil {
+		t.Error("negative TTL accepted")
 	}
 }

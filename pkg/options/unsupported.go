@@ -36,9 +36,6 @@ var (
 		"serialize-image-pulls",
 	}
 	unsupportedValueFlags = []string{
-		"authentication-token-webhook-cache-ttl",
-		"authorization-webhook-cache-authorized-ttl",
-		"authorization-webhook-cache-unauthorized-ttl",
 		"bootstrap-kubeconfig",
 		"cert-dir",
 		"cgroup-driver",

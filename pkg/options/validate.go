@@ -108,6 +108,7 @@ func (o *Options) Validate() error {
 	}
 
 	errs = append(errs, o.validateTLS()...)
+	errs = append(errs, o.validateCacheTTLs()...)
 	errs = append(errs, validateTaints(o.RegisterWithTaints)...)
 	errs = append(errs, validateNodeIP(o.NodeIP)...)
 	for _, s := range o.ClusterDNS {

@@ -99,7 +99,14 @@ type CacheOptions struct {
 // DefaultTokenCache are upstream's webhook token cache settings for
 // positive answers, plus a short negative cache so that a client retrying a
 // bad token in a loop does not turn into a TokenReview per request.
-var DefaultTokenCache = CacheOptions{AllowTTL: defaultAuthnCacheTTL, DenyTTL: defaultAuthnFailCacheTTL}
+var DefaultTokenCache = TokenCacheOptions(defaultAuthnCacheTTL)
+
+// TokenCacheOptions keeps positive TokenReview answers for ttl
+// (--authentication-token-webhook-cache-ttl) and invalid tokens for at
+// most 10 s: caching garbage longer saves the API server nothing.
+func TokenCacheOptions(ttl time.Duration) CacheOptions {
+	return CacheOptions{AllowTTL: ttl, DenyTTL: min(ttl, defaultAuthnFailCacheTTL)}
+}
 
 // TokenAuthenticator authenticates "Authorization: Bearer" requests with
 // the TokenReview API (--authentication-token-webhook). Answers are cached

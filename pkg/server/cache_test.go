@@ -78,3 +78,15 @@ func TestReviewCacheIsLRU(t *testing.T) {
 		t.Error("least recently used entry kept")
 	}
 }
+
+func TestTokenCacheOptions(t *testing.T) {
+	for ttl, want := range map[time.Duration]CacheOptions{
+		2 * time.Minute: {AllowTTL: 2 * time.Minute, DenyTTL: 10 * time.Second},
+		5 * time.Second: {AllowTTL: 5 * time.Second, DenyTTL: 5 * time.Second},
+		0:               {},
+	} {
+		if got := TokenCacheOptions(ttl); got != want {
+			t.Errorf("TokenCacheOptions(%s) = %+v, want %+v", ttl, got, want)
+		}
+	}
+}
