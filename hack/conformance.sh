@@ -53,8 +53,11 @@ require_cmd go openssl curl setsid ip
 
 # ---- build -----------------------------------------------------------------------------------------
 TOOLS_BIN="$NODELET_ROOT/_output/tools/bin"
-tools="etcd kube-apiserver kube-controller-manager kube-scheduler kubectl e2e.test ginkgo agnhost nnp"
+tools="etcd kube-apiserver kube-controller-manager kube-scheduler e2e.test ginkgo agnhost nnp"
 [[ "$AGENT" == upstream ]] && tools+=" kubelet"
+# A kubectl on PATH (Debian's 1.32 client talks to this 1.37 server) saves a long build; else build one.
+KUBECTL_BIN="$(command -v kubectl || true)"
+if [[ -z "$KUBECTL_BIN" ]]; then tools+=" kubectl"; KUBECTL_BIN="$TOOLS_BIN/kubectl"; fi
 log "building tools ($tools); a cold build takes many minutes, a warm one is a link step"
 TOOLS="$tools" bash "$NODELET_ROOT/hack/build-tools.sh" "$TOOLS_BIN" >&2
 if [[ "$AGENT" == nodelet ]]; then
@@ -104,7 +107,7 @@ APISERVER_PORT="$(free_port)" NODE_NAME="$NODE_NAME" WITH_CONTROLLERS=1 TOOLS_BI
   bash "$NODELET_ROOT/hack/cluster-up.sh" "$CLUSTER" >/dev/null
 # shellcheck disable=SC1091
 source "$CLUSTER/cluster.env"
-KUBECTL=("$TOOLS_BIN/kubectl" --kubeconfig "$ADMIN_KUBECONFIG")
+KUBECTL=("$KUBECTL_BIN" --kubeconfig "$ADMIN_KUBECONFIG")
 
 log "starting containerd and importing the suite's images"
 bash "$NODELET_ROOT/hack/runtime-up.sh" "$RUNTIME" >/dev/null
@@ -173,7 +176,8 @@ EOF
     --v 2)
 fi
 log "starting $AGENT (node $NODE_NAME, $NODE_IP:$KUBELET_PORT, log $AGENT_LOG)"
-setsid "${args[@]}" </dev/null >"$AGENT_LOG" 2>&1 &
+# Not setsid: it may fork, and then $! would not be the agent cleanup must stop.
+"${args[@]}" </dev/null >"$AGENT_LOG" 2>&1 &
 AGENT_PID=$!
 
 log "waiting for node $NODE_NAME to be Ready"
@@ -203,7 +207,7 @@ if [[ -n "$FOCUS_FILE" ]]; then
 else
   ginkgo_args+=(--focus="$FOCUS")
 fi
-e2e_args=(--kubeconfig="$ADMIN_KUBECONFIG" --provider=skeleton --kubectl-path="$TOOLS_BIN/kubectl"
+e2e_args=(--kubeconfig="$ADMIN_KUBECONFIG" --provider=skeleton --kubectl-path="$KUBECTL_BIN"
   --report-dir="$REPORT_DIR" --node-os-distro=debian --allowed-not-ready-nodes=0 --prepull-images=false
   --minStartupPods=0 --dump-logs-on-failure=false)
 
