@@ -77,11 +77,24 @@ mkdir -p "$REPORT_DIR"
 rm -rf "$REPORT_DIR/junit.xml" "$REPORT_DIR/run.env" "$REPORT_DIR/ginkgo.log" "$REPORT_DIR/logs"
 AGENT_PID=""
 
+# stop_child PID TIMEOUT_S: SIGTERM, wait up to TIMEOUT_S, then SIGKILL and reap. PID is our own child.
+# (Not lib.sh's kill_and_wait: its /proc reads come back empty inside an EXIT trap.)
+stop_child() {
+  local i
+  kill -TERM "$1" 2>/dev/null || return 0
+  for ((i = 0; i < $2 * 10; i++)); do
+    [[ "$(ps -o stat= -p "$1" 2>/dev/null)" =~ ^[^Z] ]] || break
+    sleep 0.1
+  done
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   log "cleaning up (exit status $rc)"
-  if [[ -n "$AGENT_PID" ]]; then kill_and_wait "$AGENT_PID" 30; fi
+  if [[ -n "$AGENT_PID" ]]; then stop_child "$AGENT_PID" 30; fi
   mkdir -p "$REPORT_DIR/logs"
   cp "$CLUSTER"/logs/*.log "$RUNTIME/containerd.log" "$REPORT_DIR/logs/" 2>/dev/null || true
   bash "$NODELET_ROOT/hack/runtime-down.sh" --purge "$RUNTIME" >/dev/null 2>&1 || log "WARNING: runtime-down failed"
