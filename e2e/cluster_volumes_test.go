@@ -125,7 +125,7 @@ func TestProjectedVolumeProviderAsNode(t *testing.T) {
 	root := t.TempDir()
 	// The provider mounts a tmpfs per volume.
 	t.Cleanup(func() {
-		if err := framework.UnmountUnder(root); err != nil {
+		if err := framework.UnmountAll(root); err != nil {
 			t.Error(err)
 		}
 	})

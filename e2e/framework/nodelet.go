@@ -5,7 +5,6 @@ package framework
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -127,11 +126,6 @@ func NewNodelet(t testing.TB, rt *Runtime, extra ...string) *Nodelet {
 	n.Args = append(args, extra...)
 	t.Cleanup(func() {
 		n.Stop()
-		// Pods left running keep their tmpfs volumes (secrets, tokens)
-		// mounted under the root dir; the temp dir cannot go before them.
-		if err := UnmountUnder(n.RootDir); err != nil {
-			t.Errorf("unmount volumes under %s: %v", n.RootDir, err)
-		}
 		if t.Failed() {
 			t.Logf("nodelet log (last 60 lines):\n%s", runtimeTail(n.LogFile, 60))
 		}
@@ -201,43 +195,6 @@ func (n *Nodelet) Stop() {
 	}
 	n.out.Close()
 	n.cmd = nil
-}
-
-// MountsUnder returns the mount points at or below dir, from
-// /proc/self/mounts, deepest last.
-func MountsUnder(dir string) ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		// Spaces and other octal escapes in paths are not expected in
-		// temp dirs.
-		if f[1] == dir || strings.HasPrefix(f[1], dir+"/") {
-			out = append(out, f[1])
-		}
-	}
-	return out, nil
-}
-
-// UnmountUnder detaches every mount at or below dir, deepest first.
-func UnmountUnder(dir string) error {
-	mounts, err := MountsUnder(dir)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for i := len(mounts) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", mounts[i], err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // Log returns the nodelet's output so far.
