@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
 )
@@ -22,7 +23,7 @@ func TestClusterSecurity(t *testing.T) {
 	cluster := framework.StartCluster(t, framework.NodeName)
 	rt := framework.StartRuntime(t)
 	admin := cpClient(t, cluster.AdminKubeconfig)
-	framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig)
+	n := framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig)
 	cpWaitNode(t, admin)
 	ctx := context.Background()
 
@@ -32,17 +33,36 @@ func TestClusterSecurity(t *testing.T) {
 	}
 
 	t.Run("SysctlForbidden", func(t *testing.T) {
-		y := withSpec("sysctl-forbidden", "  securityContext:\n    sysctls: [{name: kernel.panic, value: \"10\"}]\n")
+		y := withSpec("sysctl-forbidden", "  securityContext:\n    sysctls: [{name: kernel.msgmax, value: \"10000\"}]\n")
 		if _, err := cluster.KubectlInput(y, "apply", "-f", "-"); err != nil {
 			t.Fatal(err)
 		}
 		p := cpWaitPod(t, admin, "sysctl-forbidden", 60*time.Second, "Failed with SysctlForbidden", func(p *v1.Pod) bool {
 			return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "SysctlForbidden"
 		})
-		if want := `Pod was rejected: forbidden sysctl: "kernel.panic" not allowlisted`; p.Status.Message != want {
+		if want := `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`; p.Status.Message != want {
 			t.Errorf("message %q, want %q", p.Status.Message, want)
 		}
 		cpWaitDescribeEvents(t, cluster, "sysctl-forbidden", "SysctlForbidden")
+
+		// A restarted nodelet allowed the sysctl still never runs the pod.
+		n.Stop()
+		n.Args = append(n.Args, "--allowed-unsafe-sysctls", "kernel.msgmax")
+		n.Start()
+		probe := withSpec("after-restart", "")
+		if _, err := cluster.KubectlInput(probe, "apply", "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
+		// Once a pod created after the restart runs, the refused one was seen.
+		cpWaitPod(t, admin, "after-restart", 60*time.Second, "Running", cpRunningInAPI)
+		sbs, err := framework.CRIClient(t, rt).ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+			LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(p.UID)}})
+		if err != nil || len(sbs) != 0 {
+			t.Fatalf("refused pod has sandboxes after the restart: %v %v", sbs, err)
+		}
+		if p, _ := admin.CoreV1().Pods("default").Get(ctx, "sysctl-forbidden", metav1.GetOptions{}); p == nil || p.Status.Phase != v1.PodFailed {
+			t.Fatalf("refused pod after restart: %+v", p)
+		}
 	})
 
 	t.Run("RuntimeClass", func(t *testing.T) {

@@ -28,7 +28,17 @@ func (a *Agent) admitted(p *v1.Pod, created bool) bool {
 	if a.rejected.Has(p.UID) {
 		return false
 	}
-	if a.admit == nil || !created {
+	if created && p.Status.Phase == v1.PodFailed && security.IsAdmissionReason(p.Status.Reason) {
+		// Refused before (by this node before a restart): it stays refused,
+		// whatever the settings are now, as upstream never runs a failed pod.
+		a.rejected.Insert(p.UID)
+		a.statuses.Set(p.UID, p.Status)
+		a.stopRefused(p.UID)
+		return false
+	}
+	// A pod the API shows finished is never re-judged: refusing it now
+	// would turn Succeeded into Failed.
+	if a.admit == nil || !created || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 		return true
 	}
 	r := a.admit(p)

@@ -64,6 +64,24 @@ func TestAdmissionRefusesPod(t *testing.T) {
 	<-done
 }
 
+func TestRefusedBeforeStaysRefused(t *testing.T) {
+	a := New(Config{}, newFakeRuntime(), &fakeRelister{}, nil, sets.New(pod.ApiserverSource), pod.NewManager(), status.NewCache())
+	a.SetAdmission(func(*v1.Pod) *security.Rejection { return nil }, nil)
+	p := staticPod("was-refused")
+	p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "AppArmor", Message: "Pod was rejected: Cannot enforce AppArmor"}
+	if a.admitted(p, true) {
+		t.Fatal("a pod refused at admission before runs now")
+	}
+	if st, _ := a.statuses.Get(p.UID); st.Reason != "AppArmor" {
+		t.Fatalf("status %+v", st)
+	}
+	done := staticPod("done")
+	done.Status.Phase = v1.PodSucceeded
+	if !a.admitted(done, true) {
+		t.Fatal("a finished pod is re-judged")
+	}
+}
+
 func TestAdmissionStopsWhatRunsOfARefusedPod(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -24,6 +24,16 @@ const (
 	ReasonProcMount = "ProcMountForbidden"
 )
 
+// IsAdmissionReason reports whether a pod status reason is one Admit
+// gives: a pod that shows it was refused by a node agent's admission.
+func IsAdmissionReason(reason string) bool {
+	switch reason {
+	case ReasonSysctlForbidden, ReasonAppArmor, ReasonSupplementalGroupsPolicyNotSupported, ReasonProcMount:
+		return true
+	}
+	return false
+}
+
 // Node is what admission needs to know about the node and its runtime.
 type Node struct {
 	Sysctls *SysctlAllowlist
@@ -42,8 +52,12 @@ func Admit(pod *v1.Pod, node Node) *Rejection {
 			return r
 		}
 	}
-	if err := validateAppArmor(pod, node.AppArmor); err != nil {
-		return &Rejection{Reason: ReasonAppArmor, Message: fmt.Sprintf("Cannot enforce AppArmor: %v", err)}
+	// As upstream, AppArmor is checked only for pods that have not run
+	// yet (a static pod's phase is empty: nodelet's sources set none).
+	if pod.Status.Phase == "" || pod.Status.Phase == v1.PodPending {
+		if err := validateAppArmor(pod, node.AppArmor); err != nil {
+			return &Rejection{Reason: ReasonAppArmor, Message: fmt.Sprintf("Cannot enforce AppArmor: %v", err)}
+		}
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil && sc.SupplementalGroupsPolicy != nil &&
 		*sc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict && !node.SupplementalGroupsPolicy {

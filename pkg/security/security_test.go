@@ -123,6 +123,10 @@ func TestAdmit(t *testing.T) {
 		{name: "apparmor runtime default without apparmor", pod: testPod(func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: aa(v1.AppArmorProfileTypeRuntimeDefault)}
 		}), reason: ReasonAppArmor, msg: "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		{name: "apparmor on a pod that ran already", pod: testPod(func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: aa(v1.AppArmorProfileTypeRuntimeDefault)}
+			p.Status.Phase = v1.PodRunning
+		})},
 		{name: "apparmor unconfined without apparmor", pod: testPod(func(p *v1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: aa(v1.AppArmorProfileTypeUnconfined)}
 		})},
