@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,7 +47,6 @@ type probeTarget struct {
 // handlers run probes of every handler kind.
 type handlers struct {
 	exec      Execer
-	tr        *http.Transport
 	userAgent string
 }
 

@@ -24,7 +24,7 @@ import (
 )
 
 func testHandlers(e Execer) handlers {
-	return handlers{exec: e, tr: newTransport(), userAgent: "kube-probe/1.37"}
+	return handlers{exec: e, userAgent: "kube-probe/1.37"}
 }
 
 // splitHostPort returns an httptest server's host and port.
@@ -68,6 +68,12 @@ func TestHTTPProbe(t *testing.T) {
 		}
 	})
 	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	mux.HandleFunc("/hang-in-body", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "partial")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	host, port := splitHostPort(t, srv.URL)
@@ -92,7 +98,9 @@ func TestHTTPProbe(t *testing.T) {
 		{"same-host redirect to a failure", httpProbe("", port, "/local-redirect-to-fail"), outcomeFailure, "statuscode: 500", "", false},
 		{"off-host redirect is a warning", httpProbe("", port, "/offhost-redirect"), outcomeWarning, "Probe terminated redirects", "", false},
 		{"endless body reads 10 KiB", httpProbe("", port, "/endless"), outcomeSuccess, "", "", false},
-		{"hang costs the timeout", httpProbe("", port, "/hang"), outcomeFailure, "Client.Timeout", "", false},
+		{"hang costs the timeout", httpProbe("", port, "/hang"), outcomeFailure, "context deadline exceeded (Client.Timeout exceeded while awaiting headers)", "", false},
+		{"body that never ends costs the timeout", httpProbe("", port, "/hang-in-body"), outcomeFailure, "deadline exceeded", "", false},
+		{"redirect loop", httpProbe("", port, "/loop"), outcomeFailure, "stopped after 10 redirects", "", false},
 		{"closed port", httpProbe("127.0.0.1", closedPort(t), "/"), outcomeFailure, "connection refused", "", false},
 		{"port by name", &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromString("web"), Path: "/ok"}}}, outcomeSuccess, "fine", "", false},
 		{"unknown port name", &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromString("nope"), Path: "/ok"}}}, outcomeFailure, "", "", true},

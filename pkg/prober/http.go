@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -17,21 +18,6 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/runtime/lifecycle"
 )
-
-// newTransport is shared by all HTTP probes: no keep-alive (each probe is
-// a fresh connection, as upstream), no proxy from the environment, no
-// certificate verification (probes check liveness, not identity), and no
-// transparent decompression.
-func newTransport() *http.Transport {
-	return &http.Transport{
-		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // upstream probes do not verify
-		DisableKeepAlives:   true,
-		DisableCompression:  true,
-		Proxy:               nil,
-		DialContext:         probeDialer().DialContext,
-		TLSHandshakeTimeout: 10 * time.Second,
-	}
-}
 
 // httpRequest builds the GET of an httpGet probe: host defaults to the pod
 // IP, a Host header sets the request's host, and User-Agent and Accept get
@@ -78,35 +64,21 @@ func httpRequest(ctx context.Context, g *v1.HTTPGetAction, t probeTarget, userAg
 	return req, nil
 }
 
-// sameHostRedirects follows redirects to the same host (at most 10) and
-// stops at one to another host: the redirect response itself is then the
-// answer, which counts as a success with a warning.
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
-	if req.URL.Hostname() != via[0].URL.Hostname() {
-		return http.ErrUseLastResponse
-	}
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	return nil
-}
-
 func (h handlers) runHTTP(ctx context.Context, g *v1.HTTPGetAction, t probeTarget, timeout time.Duration) (outcome, string, error) {
 	req, err := httpRequest(ctx, g, t, h.userAgent)
 	if err != nil {
 		return outcomeFailure, "", err
 	}
-	// The client's timeout covers reading the body: an endless body costs
-	// the timeout at most (and only 10 KiB of it is read).
-	client := &http.Client{Timeout: timeout, Transport: h.tr, CheckRedirect: sameHostRedirects}
-	res, err := client.Do(req)
+	// One deadline for connecting, redirects and reading the body: an
+	// endless body costs the timeout at most (and only 10 KiB of it is read).
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, b, err := getFollowingSameHost(ctx, req)
 	if err != nil {
-		return outcomeFailure, err.Error(), nil
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, maxOutput))
-	if err != nil {
-		return outcomeFailure, err.Error(), nil
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (Client.Timeout exceeded while awaiting headers)", context.DeadlineExceeded)
+		}
+		return outcomeFailure, fmt.Sprintf("Get %q: %v", req.URL.String(), err), nil
 	}
 	body := string(b)
 	switch {
@@ -118,4 +90,91 @@ func (h handlers) runHTTP(ctx context.Context, g *v1.HTTPGetAction, t probeTarge
 	// The body stays out of the message: events are readable by more
 	// people than the pod's responses (upstream #99425).
 	return outcomeFailure, fmt.Sprintf("HTTP probe failed with statuscode: %d", res.StatusCode), nil
+}
+
+// getFollowingSameHost GETs req, following redirects to the same host (at
+// most 10); a redirect to another host is not followed: that response is
+// the answer.
+func getFollowingSameHost(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
+	first := req.URL.Hostname()
+	for redirects := 0; ; redirects++ {
+		res, body, err := getOnce(ctx, req)
+		if err != nil {
+			return nil, nil, err
+		}
+		loc := res.Header.Get("Location")
+		if res.StatusCode < 300 || res.StatusCode >= 400 || res.StatusCode == http.StatusNotModified || loc == "" {
+			return res, body, nil
+		}
+		next, err := req.URL.Parse(loc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("failed to parse Location header %q: %w", loc, err)
+		}
+		if next.Hostname() != first {
+			return res, body, nil
+		}
+		if redirects >= 9 {
+			return nil, nil, errors.New("stopped after 10 redirects")
+		}
+		nreq := req.Clone(ctx)
+		nreq.URL = next
+		if next.Host != req.URL.Host {
+			nreq.Host = ""
+		}
+		req = nreq
+	}
+}
+
+// getOnce sends req on a connection of its own, closed after at most
+// maxOutput bytes of the body. A probe's connection is never reused (as
+// upstream), so the shared machinery of http.Transport - a pool, two
+// goroutines per connection - would only cost CPU on every probe.
+func getOnce(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
+	port := req.URL.Port()
+	if port == "" {
+		port = "80"
+		if req.URL.Scheme == "https" {
+			port = "443"
+		}
+	}
+	conn, err := probeDialer().DialContext(ctx, "tcp", net.JoinHostPort(req.URL.Hostname(), port))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		if err := conn.SetDeadline(d); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The deadline bounds every read and write; cancellation must too.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	switch req.URL.Scheme {
+	case "http":
+	case "https":
+		//nolint:gosec // upstream probes do not verify certificates
+		tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, ServerName: req.URL.Hostname()})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, nil, err
+		}
+		conn = tc
+	default:
+		return nil, nil, fmt.Errorf("unsupported protocol scheme %q", req.URL.Scheme)
+	}
+	req.Close = true // "Connection: close"
+	if err := req.Write(conn); err != nil {
+		return nil, nil, err
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Not res.Body.Close: it would drain the rest of the body (endless,
+	// maybe); closing the connection (deferred) drops it.
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxOutput))
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, body, nil
 }

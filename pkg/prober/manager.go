@@ -67,7 +67,7 @@ func New(ctx context.Context, opts Options) *Manager {
 	ua := "kube-probe/" + opts.KubeVersion
 	return &Manager{
 		ctx: ctx, opts: opts, begun: time.Now(),
-		handlers: handlers{exec: opts.Exec, tr: newTransport(), userAgent: ua},
+		handlers: handlers{exec: opts.Exec, userAgent: ua},
 		pods:     map[types.UID]*podProbes{},
 	}
 }
