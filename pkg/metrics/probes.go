@@ -40,35 +40,36 @@ type ProbeLabels struct {
 	ProbeType, Container, Pod, Namespace, PodUID string
 }
 
-// ProbeSeries are the series of one probe, resolved once: a probe every
-// second to every container must not hash its labels on every run.
+// ProbeSeries are the series of one probe, each resolved on its first use
+// (as upstream, a result never seen has no series): a probe every second
+// to every container must not hash its labels on every run. Not safe for
+// concurrent use: one probe worker owns it.
 type ProbeSeries struct {
-	successful, failed, unknown prometheus.Counter
-	duration                    prometheus.Observer
+	labels   ProbeLabels
+	total    map[string]prometheus.Counter
+	duration prometheus.Observer
 }
 
 // NewProbeSeries returns the series of the probe l.
 func NewProbeSeries(l ProbeLabels) *ProbeSeries {
-	total := func(result string) prometheus.Counter {
-		return probeTotal.WithLabelValues(l.ProbeType, result, l.Container, l.Pod, l.Namespace, l.PodUID)
-	}
-	return &ProbeSeries{
-		successful: total(ProbeResultSuccessful), failed: total(ProbeResultFailed), unknown: total(ProbeResultUnknown),
-		duration: probeDuration.WithLabelValues(l.ProbeType, l.Container, l.Pod, l.Namespace),
-	}
+	return &ProbeSeries{labels: l, total: make(map[string]prometheus.Counter, 1)}
 }
 
 // Observe counts one probe and its result. As upstream, the duration of a
 // failed probe is not observed (a timeout would swamp the histogram).
 func (s *ProbeSeries) Observe(result string, d time.Duration) {
-	switch result {
-	case ProbeResultSuccessful:
-		s.successful.Inc()
-	case ProbeResultFailed:
-		s.failed.Inc()
+	l := s.labels
+	c, ok := s.total[result]
+	if !ok {
+		c = probeTotal.WithLabelValues(l.ProbeType, result, l.Container, l.Pod, l.Namespace, l.PodUID)
+		s.total[result] = c
+	}
+	c.Inc()
+	if result == ProbeResultFailed {
 		return
-	default:
-		s.unknown.Inc()
+	}
+	if s.duration == nil {
+		s.duration = probeDuration.WithLabelValues(l.ProbeType, l.Container, l.Pod, l.Namespace)
 	}
 	s.duration.Observe(d.Seconds())
 }
