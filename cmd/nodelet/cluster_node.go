@@ -40,7 +40,7 @@ func (c *clusterEnv) nodeRunner() (func(context.Context), error) {
 		Hostname:              c.opts.Hostname,
 		NodeIPs:               ips,
 		Labels:                c.opts.NodeLabels,
-		Taints:                c.opts.RegisterWithTaints,
+		Taints:                c.opts.NodeTaints(),
 		RegisterNode:          c.opts.RegisterNode,
 		StatusUpdateFrequency: c.opts.NodeStatusUpdateFrequency,
 		StatusReportFrequency: report,

@@ -186,6 +186,9 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 		PortForward:    d.runtime.PortForward,
 		ExecSync:       d.runtime.ExecSync,
 	}
+	if !opts.EnableDebuggingHandlers {
+		deps = deps.WithoutDebuggingHandlers()
+	}
 	if d.gatherer != nil {
 		deps.Metrics = promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	}

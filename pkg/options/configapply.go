@@ -51,6 +51,7 @@ var supportedConfigFields = []string{
 	"authentication.webhook.cacheTTL",
 	"authorization.webhook.cacheAuthorizedTTL",
 	"authorization.webhook.cacheUnauthorizedTTL",
+	"enableDebuggingHandlers",
 }
 
 // applyConfigFile copies the supported fields the file sets onto o. A field
@@ -122,6 +123,7 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setNonZero(&o.WebhookTokenCacheTTL, kc.Authentication.Webhook.CacheTTL.Duration)
 	setNonZero(&o.AuthzCacheAuthorizedTTL, kc.Authorization.Webhook.CacheAuthorizedTTL.Duration)
 	setNonZero(&o.AuthzCacheUnauthorizedTTL, kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration)
+	setPtr(&o.EnableDebuggingHandlers, kc.EnableDebuggingHandlers)
 }
 
 func setString(dst *string, v string) { setNonZero(dst, v) }

@@ -143,6 +143,13 @@ type Options struct {
 	// SubjectAccessReview answers are kept.
 	AuthzCacheAuthorizedTTL   time.Duration
 	AuthzCacheUnauthorizedTTL time.Duration
+	// EnableDebuggingHandlers is --enable-debugging-handlers /
+	// enableDebuggingHandlers: whether the node API serves exec, attach,
+	// port-forward, run and container logs.
+	EnableDebuggingHandlers bool
+	// RegisterSchedulable is the deprecated --register-schedulable: false
+	// registers the Node with the node.kubernetes.io/unschedulable taint.
+	RegisterSchedulable bool
 
 	// Verbosity is --v, or logging.verbosity from the config file. The --v
 	// flag sets klog as it is parsed; ApplyVerbosity applies a file value.
@@ -185,6 +192,8 @@ func Defaults() *Options {
 		WebhookTokenCacheTTL:        2 * time.Minute,
 		AuthzCacheAuthorizedTTL:     5 * time.Minute,
 		AuthzCacheUnauthorizedTTL:   30 * time.Second,
+		EnableDebuggingHandlers:     true,
+		RegisterSchedulable:         true,
 	}
 }
 

@@ -145,6 +145,7 @@ tlsCipherSuites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]
 registerWithTaints:
 - {key: dedicated, value: infra, effect: NoSchedule}
 tlsPrivateKeyFile: /pki/tls.key
+enableDebuggingHandlers: false
 authentication:
   x509: {clientCAFile: /pki/ca.crt}
   webhook: {enabled: false, cacheTTL: 20s}
@@ -227,6 +228,8 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		WebhookTokenCacheTTL:        20 * time.Second,
 		AuthzCacheAuthorizedTTL:     time.Minute,
 		AuthzCacheUnauthorizedTTL:   5 * time.Second,
+		EnableDebuggingHandlers:     false,
+		RegisterSchedulable:         true,
 		Verbosity:                   2,
 	}
 	if !reflect.DeepEqual(o, want) {

@@ -42,16 +42,12 @@ func isInt(def int) func(string) bool {
 // refusedFlags are the unsupported flags (see unsupported.go) that stop
 // nodelet when set to anything but upstream's default.
 var refusedFlags = map[string]refusal{
-	"enable-debugging-handlers": {isValue("true"),
-		"nodelet always serves exec, attach, port-forward, run and container logs; it cannot turn them off"},
 	"protect-kernel-defaults": {isValue("false"),
 		"nodelet does not check the kernel's tunables against the expected defaults"},
 	"rotate-certificates": {isValue("false"),
 		"nodelet does not rotate its client certificate; it would expire and the node would fall out of the cluster"},
 	"rotate-server-certificates": {isValue("false"),
 		"nodelet does not request its serving certificate from the cluster; it would serve a self-signed one instead"},
-	"register-schedulable": {isValue("true"),
-		"nodelet cannot register the node unschedulable this way; use --register-with-taints node.kubernetes.io/unschedulable:NoSchedule"},
 	"runonce": {isValue("false"),
 		"nodelet has no run-once mode"},
 	"config-dir": {isValue(""),
@@ -88,7 +84,6 @@ func isRefusedFlag(f *pflag.Flag) bool {
 // unsupportedFieldWarnings names them) that stop nodelet when a file sets
 // them to anything but upstream's default.
 var refusedFields = map[string]string{
-	"enableDebuggingHandlers":                refusedFlags["enable-debugging-handlers"].reason,
 	"protectKernelDefaults":                  refusedFlags["protect-kernel-defaults"].reason,
 	"rotateCertificates":                     refusedFlags["rotate-certificates"].reason,
 	"serverTLSBootstrap":                     refusedFlags["rotate-server-certificates"].reason,

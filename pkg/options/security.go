@@ -93,6 +93,19 @@ func (o *Options) validateTLS() []error {
 	return errs
 }
 
+// NodeTaints are the taints the Node is registered with:
+// --register-with-taints, plus the unschedulable taint when
+// --register-schedulable=false asks for it (as upstream).
+func (o *Options) NodeTaints() []v1.Taint {
+	taints := slices.Clone(o.RegisterWithTaints)
+	if !o.RegisterSchedulable && !slices.ContainsFunc(taints, func(t v1.Taint) bool {
+		return t.Key == v1.TaintNodeUnschedulable && t.Effect == v1.TaintEffectNoSchedule
+	}) {
+		taints = append(taints, v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
+	}
+	return taints
+}
+
 // TLSWarnings names what the TLS settings allow that is known to be weak;
 // upstream accepts these too.
 func (o *Options) TLSWarnings() []string {
@@ -201,6 +214,10 @@ func securityFlagSpecs() []flagSpec {
 		stringSliceFlag("tls-cipher-suites", "Comma-separated cipher suites of the node API (IANA names, as Go's crypto/tls). Default: Go's.",
 			func(o *Options) *[]string { return &o.TLSCipherSuites }),
 		taintsFlag("register-with-taints", "Taints to register the node with, as comma-separated key=value:Effect (or key:Effect). Ignored unless --register-node."),
+		boolFlag("enable-debugging-handlers", "Serve exec, attach, port-forward, run and container logs on the node API.",
+			func(o *Options) *bool { return &o.EnableDebuggingHandlers }),
+		boolFlag("register-schedulable", "Deprecated: false registers the node with the node.kubernetes.io/unschedulable:NoSchedule taint; use --register-with-taints.",
+			func(o *Options) *bool { return &o.RegisterSchedulable }),
 		durationFlag("authentication-token-webhook-cache-ttl", "How long TokenReview answers are cached.",
 			func(o *Options) *time.Duration { return &o.WebhookTokenCacheTTL }),
 		durationFlag("authorization-webhook-cache-authorized-ttl", "How long allowed SubjectAccessReview answers are cached.",

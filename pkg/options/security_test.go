@@ -84,11 +84,9 @@ func TestRegisterWithTaints(t *testing.T) {
 
 // nonDefault gives each refused flag a value other than upstream's default.
 var nonDefault = map[string]string{
-	"enable-debugging-handlers":         "false",
 	"protect-kernel-defaults":           "true",
 	"rotate-certificates":               "true",
 	"rotate-server-certificates":        "true",
-	"register-schedulable":              "false",
 	"runonce":                           "true",
 	"config-dir":                        "/etc/kubernetes/kubelet.conf.d",
 	"pod-max-pids":                      "100",
@@ -98,11 +96,9 @@ var nonDefault = map[string]string{
 // upstreamDefault gives each refused flag its upstream default, spelled as
 // unit files do.
 var upstreamDefault = map[string]string{
-	"enable-debugging-handlers":         "true",
 	"protect-kernel-defaults":           "false",
 	"rotate-certificates":               "false",
 	"rotate-server-certificates":        "false",
-	"register-schedulable":              "true",
 	"runonce":                           "false",
 	"config-dir":                        "",
 	"pod-max-pids":                      "-1",
@@ -143,7 +139,6 @@ func TestRefusedFlags(t *testing.T) {
 
 func TestRefusedFields(t *testing.T) {
 	tests := map[string]string{
-		"enableDebuggingHandlers":                "enableDebuggingHandlers: false",
 		"protectKernelDefaults":                  "protectKernelDefaults: true",
 		"rotateCertificates":                     "rotateCertificates: true",
 		"serverTLSBootstrap":                     "serverTLSBootstrap: true",
@@ -168,7 +163,7 @@ func TestRefusedFields(t *testing.T) {
 		})
 	}
 	// The upstream defaults written out are fine.
-	kc, err := DecodeConfig([]byte(header + "enableDebuggingHandlers: true\nstreamingConnectionIdleTimeout: 4h\n"))
+	kc, err := DecodeConfig([]byte(header + "streamingConnectionIdleTimeout: 4h\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,5 +193,33 @@ func TestWebhookCacheTTLs(t *testing.T) {
 	}
 	if _, _, err := resolveArgs(t, "", "--authentication-token-webhook-cache-ttl=-1s"); err == nil {
 		t.Error("negative TTL accepted")
+	}
+}
+
+func TestDebuggingHandlersAndSchedulable(t *testing.T) {
+	stubHostname(t, "host")
+	d, _, err := resolveArgs(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.EnableDebuggingHandlers || !d.RegisterSchedulable || len(d.NodeTaints()) != 0 {
+		t.Errorf("defaults: debugging %v schedulable %v taints %v", d.EnableDebuggingHandlers, d.RegisterSchedulable, d.NodeTaints())
+	}
+	o, warnings, err := resolveArgs(t, "", "--enable-debugging-handlers=false", "--register-schedulable=false", "--register-with-taints=a=b:NoExecute")
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("%v %q", err, warnings)
+	}
+	want := []v1.Taint{{Key: "a", Value: "b", Effect: v1.TaintEffectNoExecute}, {Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}}
+	if o.EnableDebuggingHandlers || !reflect.DeepEqual(o.NodeTaints(), want) {
+		t.Errorf("debugging %v taints %v, want false %v", o.EnableDebuggingHandlers, o.NodeTaints(), want)
+	}
+	// Asked for both ways: the taint once.
+	o, _, _ = resolveArgs(t, "", "--register-schedulable=false", "--register-with-taints="+v1.TaintNodeUnschedulable+":NoSchedule")
+	if len(o.NodeTaints()) != 1 {
+		t.Errorf("taints %v, want the unschedulable taint once", o.NodeTaints())
+	}
+	kc, _, err := resolveArgs(t, header+"enableDebuggingHandlers: false\n")
+	if err != nil || kc.EnableDebuggingHandlers {
+		t.Errorf("config enableDebuggingHandlers: false: %v %v", err, kc.EnableDebuggingHandlers)
 	}
 }

@@ -66,6 +66,13 @@ type APIDeps struct {
 	ExecSync func(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
 }
 
+// WithoutDebuggingHandlers is d for --enable-debugging-handlers=false:
+// container logs, exec, attach, port-forward and run answer 501.
+func (d APIDeps) WithoutDebuggingHandlers() APIDeps {
+	d.ReadLogs, d.Exec, d.Attach, d.PortForward, d.ExecSync = nil, nil, nil, nil, nil
+	return d
+}
+
 // NewAPIServer returns the authenticated node API server (--port): HTTPS
 // with tlsConfig, every request authenticated and authorized by auth.
 func NewAPIServer(addr string, tlsConfig *tls.Config, auth Auth, deps APIDeps) *Server {

@@ -125,3 +125,21 @@ func TestDeadlinesSpareStreamingRoutes(t *testing.T) {
 		}
 	}
 }
+
+func TestWithoutDebuggingHandlers(t *testing.T) {
+	h := APIRoutes(newFakeNode().deps().WithoutDebuggingHandlers())
+	for target, want := range map[string]int{
+		"GET /containerLogs/default/web-node-a/app":             http.StatusNotImplemented,
+		"POST /exec/default/web-node-a/app?command=ls&output=1": http.StatusNotImplemented,
+		"POST /attach/default/web-node-a/app?output=1":          http.StatusNotImplemented,
+		"POST /portForward/default/web-node-a":                  http.StatusNotImplemented,
+		"POST /run/default/web-node-a/app?command=ls":           http.StatusNotImplemented,
+		"GET /pods":          http.StatusOK,
+		"GET /stats/summary": http.StatusOK,
+	} {
+		method, path, _ := strings.Cut(target, " ")
+		if code, body := get(t, h, method, path); code != want {
+			t.Errorf("%s: %d %q, want %d", target, code, body, want)
+		}
+	}
+}
