@@ -28,11 +28,7 @@ import (
 // in ContainerCreating with a FailedMount event until it is created, and
 // the tmpfs mounts gone when the pod is.
 func TestClusterConfigVolumes(t *testing.T) {
-	cluster := framework.StartCluster(t, framework.NodeName)
-	rt := framework.StartRuntime(t)
-	admin := cpClient(t, cluster.AdminKubeconfig)
-	n := framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig)
-	cpWaitNode(t, admin)
+	cluster, admin, n := configCluster(t)
 	ctx := context.Background()
 	cms, secrets := admin.CoreV1().ConfigMaps("default"), admin.CoreV1().Secrets("default")
 
@@ -238,4 +234,113 @@ func mountType(t *testing.T, dir string) string {
 		}
 	}
 	return typ
+}
+
+// TestClusterConfigEnv: env vars from a ConfigMap and a Secret
+// (configMapKeyRef, secretKeyRef, envFrom with a prefix), resourceFieldRef, and a missing ConfigMap holding
+// the container in CreateContainerConfigError with upstream's message until
+// it is created.
+func TestClusterConfigEnv(t *testing.T) {
+	cluster, admin, n := configCluster(t)
+	ctx := context.Background()
+	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "env-config"},
+		Data: map[string]string{"LEVEL": "debug", "1st": "x"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "env-secret"},
+		Data: map[string][]byte{"PASSWORD": []byte("s3cret")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: env-pod
+  namespace: default
+spec:
+  nodeName: %s
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: busybox:1.35
+    command: ["sh", "-c", "env | sort; sleep 3600"]
+    resources:
+      limits: {memory: 64Mi}
+      requests: {cpu: 250m, memory: 32Mi}
+    envFrom:
+    - prefix: CFG_
+      configMapRef: {name: env-config}
+    - secretRef: {name: env-secret}
+    env:
+    - name: LEVEL_FROM_KEY
+      valueFrom: {configMapKeyRef: {name: env-config, key: LEVEL}}
+    - name: PW_FROM_KEY
+      valueFrom: {secretKeyRef: {name: env-secret, key: PASSWORD}}
+    - name: OPTIONAL_MISSING
+      valueFrom: {configMapKeyRef: {name: nope, key: x, optional: true}}
+    - name: COMBINED
+      value: "$(CFG_LEVEL)-$(PW_FROM_KEY)"
+    - name: MEM_LIMIT_MI
+      valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}
+    - name: CPU_REQ_M
+      valueFrom: {resourceFieldRef: {resource: requests.cpu, divisor: 1m}}
+    - name: CPU_LIMIT
+      valueFrom: {resourceFieldRef: {resource: limits.cpu}}
+`, framework.NodeName)
+	if out, err := cluster.KubectlInput(manifest, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	p := cpWaitPod(t, admin, "env-pod", 60*time.Second, "Running", cpRunningInAPI)
+	logFile := filepath.Join(cri.PodLogDir(n.LogDir, "default", "env-pod", p.UID), cri.ContainerLogPath("app", 0))
+	var log string
+	waitFor(t, 30*time.Second, "the environment in the log", func() (bool, string) {
+		b, _ := os.ReadFile(logFile)
+		log = string(b)
+		return strings.Contains(log, "PW_FROM_KEY="), log
+	})
+	for _, want := range []string{
+		"CFG_LEVEL=debug", "PASSWORD=s3cret", "LEVEL_FROM_KEY=debug", "PW_FROM_KEY=s3cret",
+		"COMBINED=debug-s3cret", "MEM_LIMIT_MI=64", "CPU_REQ_M=250", "CPU_LIMIT=", "CFG_1st=x",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("environment lacks %q:\n%s", want, log)
+		}
+	}
+	for _, unwanted := range []string{"OPTIONAL_MISSING", "CPU_LIMIT=0\n"} {
+		if strings.Contains(log, unwanted) {
+			t.Errorf("environment has %q:\n%s", unwanted, log)
+		}
+	}
+	// A missing ConfigMap: CreateContainerConfigError until it exists.
+	late := cpPodYAML("env-late", "echo LATE=$LATE; sleep 3600", 1) + `    env:
+    - name: LATE
+      valueFrom: {configMapKeyRef: {name: env-later, key: k}}
+`
+	if out, err := cluster.KubectlInput(late, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	cpWaitPod(t, admin, "env-late", 60*time.Second, "CreateContainerConfigError", func(p *v1.Pod) bool {
+		cs := framework.ContainerStatus(p, "app")
+		return cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CreateContainerConfigError" &&
+			strings.Contains(cs.State.Waiting.Message, `configmap "env-later" not found`)
+	})
+	begin := time.Now()
+	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "env-later"},
+		Data: map[string]string{"k": "arrived"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cpWaitPod(t, admin, "env-late", 60*time.Second, "Running once the ConfigMap exists", cpRunningInAPI)
+	t.Logf("measured: missing ConfigMap for an env var created -> pod Running: %s", time.Since(begin).Round(10*time.Millisecond))
+}
+
+// configCluster starts an API server, containerd and a nodelet member of
+// the cluster with the node's credentials, and waits for its Node.
+func configCluster(t *testing.T) (*framework.Cluster, kubernetes.Interface, *framework.Nodelet) {
+	t.Helper()
+	cluster := framework.StartCluster(t, framework.NodeName)
+	rt := framework.StartRuntime(t)
+	admin := cpClient(t, cluster.AdminKubeconfig)
+	n := framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig)
+	cpWaitNode(t, admin)
+	return cluster, admin, n
 }

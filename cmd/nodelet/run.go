@@ -89,16 +89,17 @@ func run(ctx context.Context, opts *options.Options) error {
 	})
 	defer func() { stopProbes(); probes.Wait() }()
 	features := securityFeatures(ctx, client)
+	volumeProvider := cl.volumeProvider(ctx)
 	syncer := podsync.New(client, recorder, podsync.Options{
-		Config: cri.ConfigOptions{
+		Config: cl.withEnvSources(opts.RootDir, cri.ConfigOptions{
 			PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
 			NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
 			SeccompDefault: opts.SeccompDefault, UserNamespaces: features.userNamespaces,
-		},
+		}),
 		RuntimeClasses: cl.runtimeClassLookup(),
 		ResolvConf:     opts.ResolvConf,
 		Metrics:        metrics.RuntimeOperations{},
-		Volumes:        cl.volumeProvider(ctx),
+		Volumes:        volumeProvider,
 		Probes:         func(uid types.UID) plan.Probes { return probes.View(uid) },
 	})
 

@@ -196,3 +196,11 @@ func nameListWatch[T, L runtime.Object](c kube.ResourceClient[T, L], selector st
 		},
 	}
 }
+
+// hasPod reports whether pod uid's references are watched.
+func (w *objectWatcher) hasPod(uid types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.pods[uid]
+	return ok
+}

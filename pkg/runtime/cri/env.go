@@ -3,9 +3,12 @@ package cri
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -13,30 +16,226 @@ import (
 // pod using one is reported, never run with the feature silently dropped.
 var ErrUnsupported = errors.New("not supported yet")
 
-// containerEnv resolves a container's env entries in order. A value may
-// refer to entries defined before it with $(NAME).
-func containerEnv(pod *v1.Pod, c *v1.Container, podIPs []string, opts ConfigOptions) ([]*runtimeapi.KeyValue, error) {
-	if len(c.Env) == 0 {
+// EnvObjects reads the config maps and secrets a pod's environment refers
+// to, as the node: errors are the API's (NotFound for a missing object).
+// The volume provider implements it (cluster mode only).
+type EnvObjects interface {
+	ConfigMap(pod *v1.Pod, name string) (*v1.ConfigMap, error)
+	Secret(pod *v1.Pod, name string) (*v1.Secret, error)
+}
+
+// ReasonInvalidEnvironmentVariableNames is the event reason for envFrom keys
+// skipped because they are no variable names (upstream's).
+const ReasonInvalidEnvironmentVariableNames = "InvalidEnvironmentVariableNames"
+
+// ContainerEnv resolves a container's environment the way upstream does:
+// envFrom sources first (keys with their prefix; keys that are no variable
+// names are skipped and reported through p.Warn), then env entries in order
+// (a later definition of a name wins; $(NAME) in a value refers to what is
+// defined before it and to the service variables), then the service
+// variables (opts.ServiceEnv) not defined otherwise. A missing non-optional
+// config map, secret or key fails with upstream's message; the container
+// cannot start (CreateContainerConfigError).
+func ContainerEnv(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) ([]*runtimeapi.KeyValue, error) {
+	return containerEnv(pod, c, p, opts)
+}
+
+func containerEnv(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) ([]*runtimeapi.KeyValue, error) {
+	var service map[string]string
+	if opts.ServiceEnv != nil {
+		service = opts.ServiceEnv(pod)
+	}
+	if len(c.Env) == 0 && len(c.EnvFrom) == 0 && len(service) == 0 {
 		return nil, nil
 	}
-	out := make([]*runtimeapi.KeyValue, 0, len(c.Env))
-	defined := make(map[string]string, len(c.Env))
-	lookup := func(name string) (string, bool) { v, ok := defined[name]; return v, ok }
-	for _, e := range c.Env {
-		var v string
-		if e.ValueFrom == nil {
-			v = expand(e.Value, lookup)
-		} else {
-			var err error
-			if v, err = envValueFrom(pod, e, podIPs, opts); err != nil {
-				return nil, fmt.Errorf("env %q: %w", e.Name, err)
-			}
+	env := newEnvList(len(c.Env))
+	objs := envObjects{pod: pod, src: opts.Objects}
+	for _, from := range c.EnvFrom {
+		if err := envFrom(env, &objs, from, p.Warn); err != nil {
+			return nil, err
 		}
-		// A later entry of the same name wins, as in a shell.
-		defined[e.Name] = v
-		out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(v)})
 	}
-	return out, nil
+	lookup := func(name string) (string, bool) {
+		if v, ok := env.values[name]; ok {
+			return v, true
+		}
+		v, ok := service[name]
+		return v, ok
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env.set(e.Name, expand(e.Value, lookup))
+			continue
+		}
+		v, skip, err := envValueFrom(pod, c, e, &objs, p.PodIPs, opts)
+		if err != nil {
+			return nil, fmt.Errorf("env %q: %w", e.Name, err)
+		}
+		if !skip {
+			env.set(e.Name, v)
+		}
+	}
+	for _, k := range sortedEnvKeys(service) {
+		if _, ok := env.values[k]; !ok {
+			env.set(k, service[k])
+		}
+	}
+	return env.list(), nil
+}
+
+// envList is an environment in first-definition order; a redefinition
+// replaces the value in place.
+type envList struct {
+	order  []string
+	values map[string]string
+}
+
+func newEnvList(n int) *envList { return &envList{values: make(map[string]string, n)} }
+
+func (l *envList) set(k, v string) {
+	if _, ok := l.values[k]; !ok {
+		l.order = append(l.order, k)
+	}
+	l.values[k] = v
+}
+
+func (l *envList) list() []*runtimeapi.KeyValue {
+	out := make([]*runtimeapi.KeyValue, 0, len(l.order))
+	for _, k := range l.order {
+		out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(l.values[k])})
+	}
+	return out
+}
+
+// envObjects reads each config map and secret once per container.
+type envObjects struct {
+	pod        *v1.Pod
+	src        EnvObjects
+	configMaps map[string]*v1.ConfigMap
+	secrets    map[string]*v1.Secret
+}
+
+// errStaticPodObjects: the Node authorizer lets a node read config maps
+// and secrets only for API pods referencing them; upstream refuses static
+// pods that use them too.
+var errStaticPodObjects = errors.New("a static pod cannot use API objects")
+
+func (o *envObjects) configMap(name string) (*v1.ConfigMap, error) {
+	if cm, ok := o.configMaps[name]; ok {
+		return cm, nil
+	}
+	if err := o.usable(); err != nil {
+		return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", o.pod.Namespace, name, err)
+	}
+	cm, err := o.src.ConfigMap(o.pod, name)
+	if err != nil {
+		return nil, notFoundAsUpstream(err, "configmap", name)
+	}
+	if o.configMaps == nil {
+		o.configMaps = map[string]*v1.ConfigMap{}
+	}
+	o.configMaps[name] = cm
+	return cm, nil
+}
+
+func (o *envObjects) secret(name string) (*v1.Secret, error) {
+	if s, ok := o.secrets[name]; ok {
+		return s, nil
+	}
+	if err := o.usable(); err != nil {
+		return nil, fmt.Errorf("couldn't get secret %s/%s: %w", o.pod.Namespace, name, err)
+	}
+	s, err := o.src.Secret(o.pod, name)
+	if err != nil {
+		return nil, notFoundAsUpstream(err, "secret", name)
+	}
+	if o.secrets == nil {
+		o.secrets = map[string]*v1.Secret{}
+	}
+	o.secrets[name] = s
+	return s, nil
+}
+
+func (o *envObjects) usable() error {
+	if isStaticPod(o.pod) {
+		return errStaticPodObjects
+	}
+	if o.src == nil {
+		return errors.New("no API client (needs --kubeconfig)")
+	}
+	return nil
+}
+
+// notFoundAsUpstream words a missing object as upstream's kubelet does
+// (`configmap "x" not found`), keeping it a NotFound error.
+func notFoundAsUpstream(err error, resource, name string) error {
+	if apierrors.IsNotFound(err) {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+	}
+	return err
+}
+
+// envFrom adds the keys of one envFrom source to env.
+func envFrom(env *envList, objs *envObjects, from v1.EnvFromSource, warn func(reason, msg string)) error {
+	var data map[string]string
+	var kind, name string
+	switch {
+	case from.ConfigMapRef != nil:
+		kind, name = "configMap", from.ConfigMapRef.Name
+		cm, err := objs.configMap(name)
+		if err != nil {
+			if apierrors.IsNotFound(err) && ptrTrue(from.ConfigMapRef.Optional) {
+				return nil
+			}
+			return err
+		}
+		data = cm.Data
+	case from.SecretRef != nil:
+		kind, name = "secret", from.SecretRef.Name
+		s, err := objs.secret(name)
+		if err != nil {
+			if apierrors.IsNotFound(err) && ptrTrue(from.SecretRef.Optional) {
+				return nil
+			}
+			return err
+		}
+		data = make(map[string]string, len(s.Data))
+		for k, v := range s.Data {
+			data[k] = string(v)
+		}
+	default:
+		return errors.New("envFrom has no source")
+	}
+	var invalid []string
+	for _, k := range sortedEnvKeys(data) {
+		name := from.Prefix + k
+		if !IsEnvVarName(name) {
+			invalid = append(invalid, name)
+			continue
+		}
+		env.set(name, data[k])
+	}
+	if len(invalid) > 0 && warn != nil {
+		warn(ReasonInvalidEnvironmentVariableNames, fmt.Sprintf(
+			"Keys [%s] from the EnvFrom %s %s/%s were skipped since they are considered invalid environment variable names.",
+			strings.Join(invalid, ", "), kind, objs.pod.Namespace, name))
+	}
+	return nil
+}
+
+// IsEnvVarName reports whether s may name an environment variable: any
+// printable ASCII character but "=", as the API accepts since relaxed
+// environment variable validation.
+func IsEnvVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' || s[i] == '=' {
+			return false
+		}
+	}
+	return true
 }
 
 // NeedsPodIP reports whether building the container's config needs the
@@ -54,20 +253,65 @@ func NeedsPodIP(c *v1.Container) bool {
 	return false
 }
 
-func envValueFrom(pod *v1.Pod, e v1.EnvVar, podIPs []string, opts ConfigOptions) (string, error) {
+// envValueFrom resolves one valueFrom; skip is true for an optional
+// reference to something missing (the variable is not set at all).
+func envValueFrom(pod *v1.Pod, c *v1.Container, e v1.EnvVar, objs *envObjects, podIPs []string, opts ConfigOptions) (v string, skip bool, err error) {
 	src := e.ValueFrom
 	switch {
 	case src.FieldRef != nil:
-		return fieldRef(pod, src.FieldRef.FieldPath, podIPs, opts)
+		v, err = fieldRef(pod, src.FieldRef.FieldPath, podIPs, opts)
+		return v, false, err
 	case src.ResourceFieldRef != nil:
-		return "", fmt.Errorf("valueFrom.resourceFieldRef %w", ErrUnsupported)
+		v, err = ResourceFieldValue(pod, c, src.ResourceFieldRef, opts.NodeAllocatable)
+		return v, false, err
 	case src.ConfigMapKeyRef != nil:
-		return "", fmt.Errorf("valueFrom.configMapKeyRef %w", ErrUnsupported)
+		ref := src.ConfigMapKeyRef
+		cm, err := objs.configMap(ref.Name)
+		if err != nil {
+			return "", apierrors.IsNotFound(err) && ptrTrue(ref.Optional), ignoreOptional(err, ref.Optional)
+		}
+		if v, ok := cm.Data[ref.Key]; ok {
+			return v, false, nil
+		}
+		if ptrTrue(ref.Optional) {
+			return "", true, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)
 	case src.SecretKeyRef != nil:
-		return "", fmt.Errorf("valueFrom.secretKeyRef %w", ErrUnsupported)
+		ref := src.SecretKeyRef
+		s, err := objs.secret(ref.Name)
+		if err != nil {
+			return "", apierrors.IsNotFound(err) && ptrTrue(ref.Optional), ignoreOptional(err, ref.Optional)
+		}
+		if v, ok := s.Data[ref.Key]; ok {
+			return string(v), false, nil
+		}
+		if ptrTrue(ref.Optional) {
+			return "", true, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
 	default:
-		return "", errors.New("valueFrom has no source")
+		return "", false, errors.New("valueFrom has no source")
 	}
+}
+
+// ignoreOptional drops a NotFound error of an optional reference.
+func ignoreOptional(err error, optional *bool) error {
+	if apierrors.IsNotFound(err) && ptrTrue(optional) {
+		return nil
+	}
+	return err
+}
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
+func sortedEnvKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func fieldRef(pod *v1.Pod, path string, podIPs []string, opts ConfigOptions) (string, error) {

@@ -37,6 +37,14 @@ type ConfigOptions struct {
 	// HostDNS is the node's resolver configuration (see ParseResolvConf).
 	// Nil means "let the runtime copy the node's /etc/resolv.conf".
 	HostDNS *runtimeapi.DNSConfig
+	// Objects reads config maps and secrets for env vars (cluster mode);
+	// without it such references fail the container.
+	Objects EnvObjects
+	// NodeAllocatable is what a resourceFieldRef to an unset limit reads.
+	NodeAllocatable v1.ResourceList
+	// ServiceEnv, when set, returns the service variables of a pod
+	// (KUBERNETES_SERVICE_HOST, docker links) added to every container.
+	ServiceEnv func(pod *v1.Pod) map[string]string
 }
 
 // PodLogDir returns the directory holding a pod's container logs,
@@ -116,6 +124,9 @@ type ContainerParams struct {
 	// TerminationMessageFile is the host file, created for this instance,
 	// mounted at the container's terminationMessagePath; "" mounts none.
 	TerminationMessageFile string
+	// Warn, when set, reports what was skipped as upstream does with an
+	// event (envFrom keys that are no variable names).
+	Warn func(reason, message string)
 }
 
 // ContainerConfig builds the config of one container instance. It fails
@@ -123,15 +134,12 @@ type ContainerParams struct {
 // simple field references, unsupported volumes), rather than silently
 // running something else than asked.
 func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.ContainerConfig, error) {
-	env, err := containerEnv(pod, c, p.PodIPs, opts)
+	env, err := containerEnv(pod, c, p, opts)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
 	if len(c.VolumeDevices) > 0 {
 		return nil, fmt.Errorf("container %q: volumeDevices %w", c.Name, ErrUnsupported)
-	}
-	if len(c.EnvFrom) > 0 {
-		return nil, fmt.Errorf("container %q: envFrom %w", c.Name, ErrUnsupported)
 	}
 	// Upstream's runAsNonRoot messages name the pod and container already.
 	if err := security.VerifyRunAsNonRoot(pod, c, p.ImageUID, p.ImageUser); err != nil {

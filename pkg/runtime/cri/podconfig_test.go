@@ -252,16 +252,16 @@ func TestContainerConfigUnsupported(t *testing.T) {
 	}{
 		{"secret env", func(p *v1.Pod) {
 			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "PW", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "pw"}}}}
-		}, `env "PW": valueFrom.secretKeyRef not supported yet`},
+		}, `env "PW": couldn't get secret prod/: a static pod cannot use API objects`},
 		{"resource env", func(p *v1.Pod) {
-			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "L", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}}}
-		}, "valueFrom.resourceFieldRef not supported yet"},
+			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "L", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.nvidia.com/gpu"}}}}
+		}, `resourceFieldRef "limits.nvidia.com/gpu" not supported yet`},
 		{"unknown field", func(p *v1.Pod) {
 			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.schedulerName"}}}}
 		}, `valueFrom.fieldRef "spec.schedulerName" not supported yet`},
 		{"envFrom", func(p *v1.Pod) {
 			p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{}}}
-		}, "envFrom not supported yet"},
+		}, "couldn't get configMap prod/: a static pod cannot use API objects"},
 		{"nfs volume", func(p *v1.Pod) {
 			p.Spec.Volumes = []v1.Volume{{Name: "n", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{}}}}
 			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "n", MountPath: "/n"}}

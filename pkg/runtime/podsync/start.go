@@ -31,6 +31,9 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		PodIPs:                 podIPs,
 		BindSubpath:            s.opts.BindSubpath,
 		TerminationMessageFile: msgFile,
+		Warn: func(reason, message string) {
+			s.event(pod, v1.EventTypeWarning, reason, "%s", message)
+		},
 	}
 	user, err := s.imageUserOf(ctx, pod, st.Spec, img)
 	if user != nil {

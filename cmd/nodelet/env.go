@@ -1,0 +1,43 @@
+package main
+
+import (
+	"runtime"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/tmpfs"
+)
+
+// withEnvSources adds to cfg what container environments are resolved
+// from: the node's allocatable resources (resourceFieldRef without a
+// limit) and, in cluster mode, config maps and secrets read through the
+// volume provider, which watches them. volumeProvider must have run
+// before.
+func (c *clusterEnv) withEnvSources(rootDir string, cfg cri.ConfigOptions) cri.ConfigOptions {
+	cfg.NodeAllocatable = nodeAllocatable(rootDir)
+	if c != nil && c.volumes != nil {
+		cfg.Objects = c.volumes
+	}
+	return cfg
+}
+
+// nodeAllocatable is what a container may use at most when it sets no
+// limit: every CPU, all memory and the root dir's filesystem (nodelet
+// reserves nothing for the system).
+func nodeAllocatable(rootDir string) v1.ResourceList {
+	out := v1.ResourceList{v1.ResourceCPU: *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI)}
+	if mem, err := tmpfs.MemTotal(); err == nil {
+		out[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	} else {
+		klog.ErrorS(err, "Node memory unknown; resourceFieldRef limits.memory without a limit reads 0")
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(rootDir, &st); err == nil {
+		out[v1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(st.Blocks)*st.Bsize, resource.BinarySI)
+	}
+	return out
+}
