@@ -4,7 +4,10 @@
 # e2e suite asks for (k8s.io/kubernetes test/utils/image/manifest.go, `e2e.test --list-images`):
 #   busybox     registry.k8s.io/e2e-test-images/busybox     Debian's static busybox, as runtime-up's
 #   agnhost     registry.k8s.io/e2e-test-images/agnhost     agnhost built from the tools module, on busybox
-#                                                           (tests run both agnhost subcommands and sh)
+#                                                           (tests run both agnhost subcommands and sh),
+#                                                           plus Debian's curl and netcat-openbsd with their
+#                                                           libraries: the networking specs run `curl` and
+#                                                           `nc -u` in it (busybox's nc has no UDP)
 #   nonroot     registry.k8s.io/e2e-test-images/nonroot     busybox with USER 1234, as its Dockerfile
 #   nonewprivs  registry.k8s.io/e2e-test-images/nonewprivs  nnp (setuid root) on busybox, as its Dockerfile
 #   pause       registry.k8s.io/pause:3.10.2                a second tag of runtime-up's pause image
@@ -53,7 +56,8 @@ fi
 (cd "$NODELET_ROOT" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$WORK/mkimage" ./hack/mkimage) \
   || die "building hack/mkimage failed"
 MODDIR="$(cd "$NODELET_ROOT/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)"
-KEY="$(cat "$TOOLS_BIN/agnhost" "$TOOLS_BIN/nnp" "$(readlink -f /bin/busybox)" "$NODELET_ROOT/hack/lib.sh" \
+ensure_packages curl netcat-openbsd
+KEY="$(cat "$TOOLS_BIN/agnhost" "$TOOLS_BIN/nnp" "$(readlink -f /bin/busybox)" /usr/bin/curl "$(readlink -f /bin/nc.openbsd)" "$NODELET_ROOT/hack/lib.sh" \
   "$NODELET_ROOT/hack/mkimage/main.go" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 
 # image NAME BUILDER: builds (unless cached) and imports one archive; BUILDER ROOT OUT makes it.
@@ -75,8 +79,40 @@ build_busybox() { # ROOT OUT
   mk --out "$2" --name "$BUSYBOX" --root "$1" --cmd '["sh"]' "${BUSYBOX_LINKS[@]}"
 }
 
+# copy_with_libs ROOT FILE...: copies each host binary, the shared libraries ldd lists for it and the
+# dynamic loader into ROOT at the same paths, so a dynamically linked Debian tool runs in the image.
+copy_with_libs() {
+  local root="$1" f lib
+  shift
+  for f in "$@"; do
+    f="$(readlink -f "$f")"
+    mkdir -p "$root$(dirname "$f")"
+    cp -L "$f" "$root$f"
+    while read -r lib; do
+      [[ -n "$lib" && -e "$root$lib" ]] && continue
+      mkdir -p "$root$(dirname "$lib")"
+      cp -L "$lib" "$root$lib"
+    done < <(ldd "$f" | grep -o '/[^ ]*' || true)
+  done
+}
+
 build_agnhost() { # ROOT OUT
   busybox_root "$1"
+  copy_with_libs "$1" /usr/bin/curl /bin/nc.openbsd /bin/dash /bin/bash
+  # Debian's static busybox runs its own applets from sh whatever PATH says, so `sh -c "... | nc -u"`
+  # would get busybox's nc (no UDP). The real image's sh finds netcat-openbsd on PATH: use dash as sh.
+  local links=() i
+  for ((i = 0; i < ${#BUSYBOX_LINKS[@]}; i += 2)); do
+    case "${BUSYBOX_LINKS[i + 1]}" in
+      /bin/sh=* | /bin/nc=* | /bin/bash=*) ;;
+      *) links+=("${BUSYBOX_LINKS[i]}" "${BUSYBOX_LINKS[i + 1]}") ;;
+    esac
+  done
+  BUSYBOX_LINKS=("${links[@]}" --symlink "/bin/sh=$(readlink -f /bin/dash)" \
+    --symlink "/bin/nc=$(readlink -f /bin/nc.openbsd)")
+  [[ "$(readlink -f /bin/bash)" == /bin/bash ]] || BUSYBOX_LINKS+=(--symlink "/bin/bash=$(readlink -f /bin/bash)")
+  mkdir -p "$1/etc/ssl"
+  cp -rL /etc/ssl/certs "$1/etc/ssl/" 2>/dev/null || true
   cp "$TOOLS_BIN/agnhost" "$1/agnhost"
   mkdir -p "$1/uploads"
   # porter serves TLS with these when asked to.
