@@ -21,8 +21,8 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.NodeletDir, "nodelet", "_output/conformance/nodelet", "report dir of the nodelet run")
-	flag.StringVar(&o.UpstreamDir, "upstream", "_output/conformance/upstream", "report dir of the upstream kubelet run")
+	flag.StringVar(&o.NodeletDir, "nodelet", "_output/conformance/nodelet", "report dir of the nodelet run; DIR,RERUN_DIR,... lets later dirs' results replace earlier ones")
+	flag.StringVar(&o.UpstreamDir, "upstream", "_output/conformance/upstream", "report dir(s) of the upstream kubelet run, as --nodelet")
 	flag.StringVar(&o.Out, "out", "docs/CONFORMANCE.md", "document to write")
 	flag.StringVar(&o.Reasons, "reasons", "hack/conformance-reasons.txt", "known reasons for specs that fail for both agents (REGEXP<TAB>reason lines)")
 	flag.StringVar(&o.Focus, "focus", `\[NodeConformance\]`, "focus regexp of the selection (as given to conformance.sh)")
@@ -47,11 +47,11 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("--skip: %w", err)
 	}
-	nodelet, err := loadRun(o.NodeletDir)
+	nodelet, err := loadRuns(o.NodeletDir)
 	if err != nil {
 		return err
 	}
-	upstream, err := loadRun(o.UpstreamDir)
+	upstream, err := loadRuns(o.UpstreamDir)
 	if err != nil {
 		return err
 	}

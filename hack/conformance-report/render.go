@@ -51,6 +51,14 @@ func render(c Comparison, reasons []reason, now time.Time) string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s | %s | %s |\n", a.name, a.t[Passed], a.t[Failed],
 			a.t[Skipped], a.t[NotRun], wallTime(a.run.Env), or(a.run.Env["START"]), or(a.run.Env["COMMIT"]), or(a.run.Env["PROCS"]))
 	}
+	for _, a := range []struct {
+		name string
+		run  Run
+	}{{"nodelet", c.Nodelet}, {"upstream kubelet", c.Upstream}} {
+		if n := a.run.Env["RERUN_SPECS"]; n != "" && n != "0" {
+			fmt.Fprintf(&b, "\nThe %s results of %s specs come from a re-run after a harness fix (same harness, same commit).\n", a.name, n)
+		}
+	}
 	fmt.Fprintf(&b, "\n%d specs selected in all. \"not run\": absent from that agent's report (the run was cut short or did not reach it).\n", len(c.Rows))
 
 	b.WriteString("\n## Fail for both agents\n\nThese are limits of this machine or harness, not of nodelet.\n\n")
