@@ -176,15 +176,16 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 		FindPod: func(namespace, name string) (*v1.Pod, bool) {
 			return d.pods.PodByFullName(name, namespace)
 		},
-		ResolveUID:     d.pods.ResolveUID,
-		RuntimeStatus:  d.runtime.PodStatus,
-		Summary:        statsProvider.Summary,
-		ContainerStats: statsProvider.ContainerStats,
-		ReadLogs:       logReader.ReadLogs,
-		Exec:           d.runtime.Exec,
-		Attach:         d.runtime.Attach,
-		PortForward:    d.runtime.PortForward,
-		ExecSync:       d.runtime.ExecSync,
+		ResolveUID:        d.pods.ResolveUID,
+		RuntimeStatus:     d.runtime.PodStatus,
+		Summary:           statsProvider.Summary,
+		ContainerStats:    statsProvider.ContainerStats,
+		ReadLogs:          logReader.ReadLogs,
+		Exec:              d.runtime.Exec,
+		Attach:            d.runtime.Attach,
+		PortForward:       d.runtime.PortForward,
+		ExecSync:          d.runtime.ExecSync,
+		StreamIdleTimeout: opts.StreamingConnectionIdleTimeout,
 	}
 	if !opts.EnableDebuggingHandlers {
 		deps = deps.WithoutDebuggingHandlers()

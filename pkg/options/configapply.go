@@ -52,6 +52,7 @@ var supportedConfigFields = []string{
 	"authorization.webhook.cacheAuthorizedTTL",
 	"authorization.webhook.cacheUnauthorizedTTL",
 	"enableDebuggingHandlers",
+	"streamingConnectionIdleTimeout",
 }
 
 // applyConfigFile copies the supported fields the file sets onto o. A field
@@ -124,6 +125,7 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setNonZero(&o.AuthzCacheAuthorizedTTL, kc.Authorization.Webhook.CacheAuthorizedTTL.Duration)
 	setNonZero(&o.AuthzCacheUnauthorizedTTL, kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration)
 	setPtr(&o.EnableDebuggingHandlers, kc.EnableDebuggingHandlers)
+	setNonZero(&o.StreamingConnectionIdleTimeout, kc.StreamingConnectionIdleTimeout.Duration)
 }
 
 func setString(dst *string, v string) { setNonZero(dst, v) }

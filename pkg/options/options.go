@@ -147,6 +147,10 @@ type Options struct {
 	// enableDebuggingHandlers: whether the node API serves exec, attach,
 	// port-forward, run and container logs.
 	EnableDebuggingHandlers bool
+	// StreamingConnectionIdleTimeout is --streaming-connection-idle-timeout
+	// / streamingConnectionIdleTimeout: exec, attach and port-forward
+	// sessions idle that long are closed; 0 never closes them.
+	StreamingConnectionIdleTimeout time.Duration
 	// RegisterSchedulable is the deprecated --register-schedulable: false
 	// registers the Node with the node.kubernetes.io/unschedulable taint.
 	RegisterSchedulable bool
@@ -162,38 +166,39 @@ type Options struct {
 // on) so that a node started with flags only never serves anonymous requests.
 func Defaults() *Options {
 	return &Options{
-		RootDir:                     "/var/lib/kubelet",
-		FileCheckFrequency:          20 * time.Second,
-		HTTPCheckFrequency:          20 * time.Second,
-		SyncFrequency:               time.Minute,
-		RelistPeriod:                time.Second,
-		ContainerRuntimeEndpoint:    "unix:///run/containerd/containerd.sock",
-		PodInfraContainerImage:      "registry.k8s.io/pause:3.10",
-		PodLogsDir:                  "/var/log/pods",
-		ContainerLogMaxSize:         "10Mi",
-		ContainerLogMaxFiles:        5,
-		ImageGCHighThresholdPercent: 90, // the project brief's default; upstream v1beta1 moved to 85
-		ImageGCLowThresholdPercent:  80,
-		ImageMinimumGCAge:           2 * time.Minute,
-		MaxPods:                     110,
-		ResolvConf:                  "/etc/resolv.conf",
-		RegisterNode:                true,
-		NodeStatusUpdateFrequency:   10 * time.Second,
-		NodeLeaseDurationSeconds:    40,
-		HealthzPort:                 10248,
-		HealthzBindAddress:          "127.0.0.1",
-		ReadOnlyPort:                0,
-		EnableServer:                true,
-		Address:                     "0.0.0.0",
-		Port:                        10250,
-		AnonymousAuth:               false,
-		WebhookAuthentication:       false,
-		AuthorizationMode:           AuthorizationModeAlwaysAllow,
-		WebhookTokenCacheTTL:        2 * time.Minute,
-		AuthzCacheAuthorizedTTL:     5 * time.Minute,
-		AuthzCacheUnauthorizedTTL:   30 * time.Second,
-		EnableDebuggingHandlers:     true,
-		RegisterSchedulable:         true,
+		RootDir:                        "/var/lib/kubelet",
+		FileCheckFrequency:             20 * time.Second,
+		HTTPCheckFrequency:             20 * time.Second,
+		SyncFrequency:                  time.Minute,
+		RelistPeriod:                   time.Second,
+		ContainerRuntimeEndpoint:       "unix:///run/containerd/containerd.sock",
+		PodInfraContainerImage:         "registry.k8s.io/pause:3.10",
+		PodLogsDir:                     "/var/log/pods",
+		ContainerLogMaxSize:            "10Mi",
+		ContainerLogMaxFiles:           5,
+		ImageGCHighThresholdPercent:    90, // the project brief's default; upstream v1beta1 moved to 85
+		ImageGCLowThresholdPercent:     80,
+		ImageMinimumGCAge:              2 * time.Minute,
+		MaxPods:                        110,
+		ResolvConf:                     "/etc/resolv.conf",
+		RegisterNode:                   true,
+		NodeStatusUpdateFrequency:      10 * time.Second,
+		NodeLeaseDurationSeconds:       40,
+		HealthzPort:                    10248,
+		HealthzBindAddress:             "127.0.0.1",
+		ReadOnlyPort:                   0,
+		EnableServer:                   true,
+		Address:                        "0.0.0.0",
+		Port:                           10250,
+		AnonymousAuth:                  false,
+		WebhookAuthentication:          false,
+		AuthorizationMode:              AuthorizationModeAlwaysAllow,
+		WebhookTokenCacheTTL:           2 * time.Minute,
+		AuthzCacheAuthorizedTTL:        5 * time.Minute,
+		AuthzCacheUnauthorizedTTL:      30 * time.Second,
+		EnableDebuggingHandlers:        true,
+		RegisterSchedulable:            true,
+		StreamingConnectionIdleTimeout: 4 * time.Hour,
 	}
 }
 

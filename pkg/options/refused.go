@@ -54,8 +54,6 @@ var refusedFlags = map[string]refusal{
 		"nodelet does not read drop-in configuration; settings there (authentication, TLS, ...) would be ignored"},
 	"pod-max-pids": {isInt(-1),
 		"nodelet does not limit the processes of a pod; one pod could exhaust the node's PIDs"},
-	"streaming-connection-idle-timeout": {isDuration(4 * time.Hour),
-		"nodelet does not close idle exec, attach and port-forward sessions on a timer"},
 }
 
 // refusedFlagErrors names every unsupported flag set to a value nodelet
@@ -88,7 +86,6 @@ var refusedFields = map[string]string{
 	"rotateCertificates":                     refusedFlags["rotate-certificates"].reason,
 	"serverTLSBootstrap":                     refusedFlags["rotate-server-certificates"].reason,
 	"podPidsLimit":                           refusedFlags["pod-max-pids"].reason,
-	"streamingConnectionIdleTimeout":         refusedFlags["streaming-connection-idle-timeout"].reason,
 	"imagePullCredentialsVerificationPolicy": "nodelet does not verify that a pod may use an image another pod pulled with credentials",
 	"preloadedImagesVerificationAllowlist":   "nodelet does not verify that a pod may use an image another pod pulled with credentials",
 }

@@ -63,6 +63,7 @@ func (o *Options) validateCacheTTLs() []error {
 		"authentication-token-webhook-cache-ttl":       o.WebhookTokenCacheTTL,
 		"authorization-webhook-cache-authorized-ttl":   o.AuthzCacheAuthorizedTTL,
 		"authorization-webhook-cache-unauthorized-ttl": o.AuthzCacheUnauthorizedTTL,
+		"streaming-connection-idle-timeout":            o.StreamingConnectionIdleTimeout,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("--%s (%s) must not be negative", flag, d))
@@ -218,6 +219,8 @@ func securityFlagSpecs() []flagSpec {
 			func(o *Options) *bool { return &o.EnableDebuggingHandlers }),
 		boolFlag("register-schedulable", "Deprecated: false registers the node with the node.kubernetes.io/unschedulable:NoSchedule taint; use --register-with-taints.",
 			func(o *Options) *bool { return &o.RegisterSchedulable }),
+		durationFlag("streaming-connection-idle-timeout", "Close exec, attach and port-forward sessions idle this long; 0 never does.",
+			func(o *Options) *time.Duration { return &o.StreamingConnectionIdleTimeout }),
 		durationFlag("authentication-token-webhook-cache-ttl", "How long TokenReview answers are cached.",
 			func(o *Options) *time.Duration { return &o.WebhookTokenCacheTTL }),
 		durationFlag("authorization-webhook-cache-authorized-ttl", "How long allowed SubjectAccessReview answers are cached.",

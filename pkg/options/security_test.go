@@ -84,25 +84,23 @@ func TestRegisterWithTaints(t *testing.T) {
 
 // nonDefault gives each refused flag a value other than upstream's default.
 var nonDefault = map[string]string{
-	"protect-kernel-defaults":           "true",
-	"rotate-certificates":               "true",
-	"rotate-server-certificates":        "true",
-	"runonce":                           "true",
-	"config-dir":                        "/etc/kubernetes/kubelet.conf.d",
-	"pod-max-pids":                      "100",
-	"streaming-connection-idle-timeout": "5m",
+	"protect-kernel-defaults":    "true",
+	"rotate-certificates":        "true",
+	"rotate-server-certificates": "true",
+	"runonce":                    "true",
+	"config-dir":                 "/etc/kubernetes/kubelet.conf.d",
+	"pod-max-pids":               "100",
 }
 
 // upstreamDefault gives each refused flag its upstream default, spelled as
 // unit files do.
 var upstreamDefault = map[string]string{
-	"protect-kernel-defaults":           "false",
-	"rotate-certificates":               "false",
-	"rotate-server-certificates":        "false",
-	"runonce":                           "false",
-	"config-dir":                        "",
-	"pod-max-pids":                      "-1",
-	"streaming-connection-idle-timeout": "4h0m0s",
+	"protect-kernel-defaults":    "false",
+	"rotate-certificates":        "false",
+	"rotate-server-certificates": "false",
+	"runonce":                    "false",
+	"config-dir":                 "",
+	"pod-max-pids":               "-1",
 }
 
 func TestRefusedFlags(t *testing.T) {
@@ -143,7 +141,6 @@ func TestRefusedFields(t *testing.T) {
 		"rotateCertificates":                     "rotateCertificates: true",
 		"serverTLSBootstrap":                     "serverTLSBootstrap: true",
 		"podPidsLimit":                           "podPidsLimit: 1024",
-		"streamingConnectionIdleTimeout":         "streamingConnectionIdleTimeout: 5m",
 		"imagePullCredentialsVerificationPolicy": "imagePullCredentialsVerificationPolicy: AlwaysVerify",
 		"preloadedImagesVerificationAllowlist":   "preloadedImagesVerificationAllowlist: [registry.k8s.io/pause]",
 	}
@@ -163,7 +160,7 @@ func TestRefusedFields(t *testing.T) {
 		})
 	}
 	// The upstream defaults written out are fine.
-	kc, err := DecodeConfig([]byte(header + "streamingConnectionIdleTimeout: 4h\n"))
+	kc, err := DecodeConfig([]byte(header + "podPidsLimit: -1\nprotectKernelDefaults: false\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

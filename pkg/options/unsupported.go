@@ -91,7 +91,6 @@ var (
 		"reserved-memory",
 		"runtime-cgroups",
 		"runtime-request-timeout",
-		"streaming-connection-idle-timeout",
 		"system-cgroups",
 		"system-reserved",
 		"system-reserved-cgroup",

@@ -62,6 +62,9 @@ type APIDeps struct {
 	Exec        func(ctx context.Context, req *runtimeapi.ExecRequest) (string, error)
 	Attach      func(ctx context.Context, req *runtimeapi.AttachRequest) (string, error)
 	PortForward func(ctx context.Context, req *runtimeapi.PortForwardRequest) (string, error)
+	// StreamIdleTimeout closes exec, attach and port-forward sessions
+	// idle that long (--streaming-connection-idle-timeout); 0 never does.
+	StreamIdleTimeout time.Duration
 	// ExecSync runs a command to completion (/run).
 	ExecSync func(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
 }

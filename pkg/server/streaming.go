@@ -76,7 +76,7 @@ func execHandler(d APIDeps) http.Handler {
 		if err != nil {
 			return fmt.Errorf("exec in container %q: %w", c.Name, err)
 		}
-		return proxyStream(w, r, u)
+		return proxyStream(withStreamIdleTimeout(w, d.StreamIdleTimeout), r, u)
 	})
 }
 
@@ -100,7 +100,7 @@ func attachHandler(d APIDeps) http.Handler {
 		if err != nil {
 			return fmt.Errorf("attach to container %q: %w", c.Name, err)
 		}
-		return proxyStream(w, r, u)
+		return proxyStream(withStreamIdleTimeout(w, d.StreamIdleTimeout), r, u)
 	})
 }
 
@@ -141,7 +141,7 @@ func portForwardHandler(d APIDeps) http.Handler {
 		if err != nil {
 			return fmt.Errorf("port forward to pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
-		return proxyStream(w, r, u)
+		return proxyStream(withStreamIdleTimeout(w, d.StreamIdleTimeout), r, u)
 	})
 }
 
