@@ -251,6 +251,11 @@ func TestClusterConfigEnv(t *testing.T) {
 		Data: map[string][]byte{"PASSWORD": []byte("s3cret")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	db, err := admin.CoreV1().Services("default").Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "my-db"},
+		Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Name: "pg", Port: 5432}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -301,6 +306,8 @@ spec:
 	for _, want := range []string{
 		"CFG_LEVEL=debug", "PASSWORD=s3cret", "LEVEL_FROM_KEY=debug", "PW_FROM_KEY=s3cret",
 		"COMBINED=debug-s3cret", "MEM_LIMIT_MI=64", "CPU_REQ_M=250", "CPU_LIMIT=", "CFG_1st=x",
+		"KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=", "KUBERNETES_PORT_443_TCP_PROTO=tcp",
+		"MY_DB_SERVICE_HOST=" + db.Spec.ClusterIP + "\n", "MY_DB_SERVICE_PORT_PG=5432", "MY_DB_PORT=tcp://" + db.Spec.ClusterIP + ":5432",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("environment lacks %q:\n%s", want, log)

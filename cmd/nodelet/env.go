@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -9,19 +10,27 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/servicenv"
 	"github.com/nodelet/nodelet/pkg/tmpfs"
 )
 
 // withEnvSources adds to cfg what container environments are resolved
 // from: the node's allocatable resources (resourceFieldRef without a
 // limit) and, in cluster mode, config maps and secrets read through the
-// volume provider, which watches them. volumeProvider must have run
+// volume provider, which watches them, and the service variables from a
+// service informer running until ctx is done. volumeProvider must have run
 // before.
-func (c *clusterEnv) withEnvSources(rootDir string, cfg cri.ConfigOptions) cri.ConfigOptions {
+func (c *clusterEnv) withEnvSources(ctx context.Context, rootDir string, cfg cri.ConfigOptions) cri.ConfigOptions {
 	cfg.NodeAllocatable = nodeAllocatable(rootDir)
-	if c != nil && c.volumes != nil {
+	if c == nil {
+		return cfg
+	}
+	if c.volumes != nil {
 		cfg.Objects = c.volumes
 	}
+	services := servicenv.NewSource(c.client)
+	go services.Run(ctx)
+	cfg.ServiceEnv = services.PodVars
 	return cfg
 }
 

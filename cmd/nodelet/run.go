@@ -91,7 +91,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	features := securityFeatures(ctx, client)
 	volumeProvider := cl.volumeProvider(ctx)
 	syncer := podsync.New(client, recorder, podsync.Options{
-		Config: cl.withEnvSources(opts.RootDir, cri.ConfigOptions{
+		Config: cl.withEnvSources(ctx, opts.RootDir, cri.ConfigOptions{
 			PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
 			NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
 			SeccompDefault: opts.SeccompDefault, UserNamespaces: features.userNamespaces,

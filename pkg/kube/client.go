@@ -41,6 +41,7 @@ type (
 	EventClient     = ResourceClient[*corev1.Event, *corev1.EventList]
 	ConfigMapClient = ResourceClient[*corev1.ConfigMap, *corev1.ConfigMapList]
 	SecretClient    = ResourceClient[*corev1.Secret, *corev1.SecretList]
+	ServiceClient   = ResourceClient[*corev1.Service, *corev1.ServiceList]
 )
 
 // TokenRequester asks for service-account tokens (the serviceaccounts/token
@@ -74,6 +75,7 @@ type Interface interface {
 	Events(namespace string) EventClient
 	ConfigMaps(namespace string) ConfigMapClient
 	Secrets(namespace string) SecretClient
+	Services(namespace string) ServiceClient
 	ServiceAccounts(namespace string) TokenRequester
 	TokenReviews() TokenReviewer
 	SubjectAccessReviews() AccessReviewer
@@ -165,6 +167,10 @@ func (c *Clientset) ConfigMaps(namespace string) ConfigMapClient {
 
 func (c *Clientset) Secrets(namespace string) SecretClient {
 	return resource(c.core, "secrets", namespace, func() *corev1.Secret { return &corev1.Secret{} }, func() *corev1.SecretList { return &corev1.SecretList{} })
+}
+
+func (c *Clientset) Services(namespace string) ServiceClient {
+	return resource(c.core, "services", namespace, func() *corev1.Service { return &corev1.Service{} }, func() *corev1.ServiceList { return &corev1.ServiceList{} })
 }
 
 func (c *Clientset) ServiceAccounts(namespace string) TokenRequester {

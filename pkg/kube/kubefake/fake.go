@@ -21,6 +21,7 @@ func (c clientset) Leases(ns string) kube.LeaseClient         { return c.cs.Coor
 func (c clientset) Events(ns string) kube.EventClient         { return c.cs.CoreV1().Events(ns) }
 func (c clientset) ConfigMaps(ns string) kube.ConfigMapClient { return c.cs.CoreV1().ConfigMaps(ns) }
 func (c clientset) Secrets(ns string) kube.SecretClient       { return c.cs.CoreV1().Secrets(ns) }
+func (c clientset) Services(ns string) kube.ServiceClient     { return c.cs.CoreV1().Services(ns) }
 func (c clientset) ServiceAccounts(ns string) kube.TokenRequester {
 	return c.cs.CoreV1().ServiceAccounts(ns)
 }

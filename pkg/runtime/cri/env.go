@@ -43,7 +43,10 @@ func ContainerEnv(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOp
 func containerEnv(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) ([]*runtimeapi.KeyValue, error) {
 	var service map[string]string
 	if opts.ServiceEnv != nil {
-		service = opts.ServiceEnv(pod)
+		var err error
+		if service, err = opts.ServiceEnv(pod); err != nil {
+			return nil, err
+		}
 	}
 	if len(c.Env) == 0 && len(c.EnvFrom) == 0 && len(service) == 0 {
 		return nil, nil

@@ -100,7 +100,7 @@ func TestContainerEnv(t *testing.T) {
 				Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: mem},
 			}}
 			var warns []string
-			opts := ConfigOptions{Objects: objs, ServiceEnv: func(*v1.Pod) map[string]string { return service },
+			opts := ConfigOptions{Objects: objs, ServiceEnv: func(*v1.Pod) (map[string]string, error) { return service, nil },
 				NodeAllocatable: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Gi"), v1.ResourceCPU: resource.MustParse("2")}}
 			env, err := ContainerEnv(pod, c, ContainerParams{Warn: func(r, m string) { warns = append(warns, r+": "+m) }}, opts)
 			if tt.wantErr != "" {

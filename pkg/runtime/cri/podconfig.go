@@ -43,8 +43,9 @@ type ConfigOptions struct {
 	// NodeAllocatable is what a resourceFieldRef to an unset limit reads.
 	NodeAllocatable v1.ResourceList
 	// ServiceEnv, when set, returns the service variables of a pod
-	// (KUBERNETES_SERVICE_HOST, docker links) added to every container.
-	ServiceEnv func(pod *v1.Pod) map[string]string
+	// (KUBERNETES_SERVICE_HOST, docker links) added to every container;
+	// an error keeps the container from starting.
+	ServiceEnv func(pod *v1.Pod) (map[string]string, error)
 }
 
 // PodLogDir returns the directory holding a pod's container logs,
