@@ -55,7 +55,7 @@ case "$what" in
   unit) unit ;;
   e2e) e2e ;;
   conformance) conformance ;;
-  all) unit; e2e ;;
+  all) unit; e2e; conformance ;;
   *) die "usage: $0 [unit|e2e|conformance|all]" ;;
 esac
 log "all tests passed"
