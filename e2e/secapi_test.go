@@ -44,6 +44,7 @@ func TestNodeAPISecurityFlagsAndAbuse(t *testing.T) {
 		"--tls-min-version", "VersionTLS13",
 		"--register-with-taints", secTaintKey+"=secapi:NoSchedule,e2e.example.com/quiet:PreferNoSchedule",
 		"--anonymous-auth=false",
+		"--streaming-connection-idle-timeout=2s",
 	)
 	n.WriteManifest("steady.yaml", podManifest("steady", container("app", "sleep 3600")))
 	pod := n.WaitPod("steady"+staticSuffix, 90*time.Second, "running", framework.Running)
@@ -100,6 +101,23 @@ func TestNodeAPISecurityFlagsAndAbuse(t *testing.T) {
 			if code, _ := (nodeClient{base: admin.base}).do(t, "GET", p); code != http.StatusUnauthorized {
 				t.Errorf("anonymous GET %s: %d, want 401", p, code)
 			}
+		}
+	})
+
+	t.Run("streaming-connection-idle-timeout", func(t *testing.T) {
+		// An exec that prints nothing for 20 s is closed once idle (client-go
+		// pings every 5 s, so the 2 s timeout is reached between pings).
+		start := time.Now()
+		_, _, err := admin.exec(t, "steady"+staticSuffix, "app", []string{"sleep", "20"}, nil, false, nil)
+		took := time.Since(start)
+		// A closed session ends the client's streams without an exit code,
+		// which client-go reports as success: the time tells.
+		if took >= 20*time.Second {
+			t.Fatalf("idle exec session ran to its end (%s, err %v): not closed when idle", took, err)
+		}
+		t.Logf("MEASURE idle exec session closed after %s (client error: %v)", took.Round(time.Millisecond), err)
+		if out, _, err := admin.exec(t, "steady"+staticSuffix, "app", []string{"echo", "still-here"}, nil, false, nil); err != nil || !strings.Contains(out, "still-here") {
+			t.Errorf("exec after the idle one: %q %v", out, err)
 		}
 	})
 
