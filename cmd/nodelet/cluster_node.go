@@ -60,15 +60,29 @@ func (c *clusterEnv) nodeRunner() (func(context.Context), error) {
 // traffic on the shared client must not delay the heartbeat until the node
 // looks dead. pkg/node bounds each of its calls with a deadline.
 func (c *clusterEnv) heartbeatClient() (kube.Interface, error) {
+	return c.ownClient("heartbeat", -1, 0) // no rate limiter
+}
+
+// reviewClient is the node API's client for TokenReviews and
+// SubjectAccessReviews, with a rate limit of its own: a caller cycling
+// through garbage tokens (each one a review) then waits on its own budget
+// instead of starving pod status and mirror pod traffic on the shared
+// client.
+func (c *clusterEnv) reviewClient() (kube.Interface, error) {
+	return c.ownClient("review", 50, 100)
+}
+
+// ownClient is an API client with its own rate limiter (qps < 0: none).
+func (c *clusterEnv) ownClient(purpose string, qps float32, burst int) (kube.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.opts.KubeconfigPath)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig %s: %w", c.opts.KubeconfigPath, err)
 	}
-	cfg.QPS = -1 // no rate limiter
+	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "nodelet/" + version
 	client, err := kube.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat API client: %w", err)
+		return nil, fmt.Errorf("%s API client: %w", purpose, err)
 	}
 	return client, nil
 }

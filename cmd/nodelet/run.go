@@ -205,7 +205,9 @@ func run(ctx context.Context, opts *options.Options) error {
 	}
 	var apiClient kube.Interface
 	if cl != nil {
-		apiClient = cl.client
+		if apiClient, err = cl.reviewClient(); err != nil {
+			return err
+		}
 	}
 	apiServer, rotateLogs, err := nodeAPI(opts, apiServerDeps{
 		nodeName: nodeName, hostIP: hostIP, runtime: client, pods: pods, podList: ag.Pods, podsVersion: ag.PodsVersion,
