@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/security"
 	"github.com/nodelet/nodelet/pkg/status"
 )
@@ -28,9 +29,11 @@ func (a *Agent) admitted(p *v1.Pod, created bool) bool {
 	if a.rejected.Has(p.UID) {
 		return false
 	}
-	if created && p.Status.Phase == v1.PodFailed && security.IsAdmissionReason(p.Status.Reason) {
-		// Refused before (by this node before a restart): it stays refused,
-		// whatever the settings are now, as upstream never runs a failed pod.
+	if created && finishedBefore(p) {
+		// Refused or finished before (by this node before a restart): it
+		// stays so, whatever the settings are now and whatever is left of
+		// it in the runtime, as upstream never runs a pod whose phase is
+		// terminal. Its status stays what the API shows.
 		a.rejected.Insert(p.UID)
 		a.statuses.Set(p.UID, p.Status)
 		a.stopRefused(p.UID)
@@ -47,6 +50,21 @@ func (a *Agent) admitted(p *v1.Pod, created bool) bool {
 	}
 	a.reject(p, r)
 	return false
+}
+
+// finishedBefore reports whether a pod arrives already terminal: refused
+// at admission, or an API pod whose phase is Succeeded or Failed. Only the
+// API's status is an account of what ran; a manifest's status is its
+// author's words and is ignored.
+func finishedBefore(p *v1.Pod) bool {
+	if p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+		return false
+	}
+	if p.Status.Phase == v1.PodFailed && security.IsAdmissionReason(p.Status.Reason) {
+		return true
+	}
+	src, err := pod.Source(p)
+	return err == nil && src == pod.ApiserverSource
 }
 
 func (a *Agent) reject(p *v1.Pod, r *security.Rejection) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 
@@ -75,11 +76,50 @@ func TestRefusedBeforeStaysRefused(t *testing.T) {
 	if st, _ := a.statuses.Get(p.UID); st.Reason != "AppArmor" {
 		t.Fatalf("status %+v", st)
 	}
+	// A static pod's manifest may carry any status: it is not a record of
+	// what ran, so the pod runs.
 	done := staticPod("done")
 	done.Status.Phase = v1.PodSucceeded
 	if !a.admitted(done, true) {
-		t.Fatal("a finished pod is re-judged")
+		t.Fatal("a static pod with a terminal phase in its manifest does not run")
 	}
+}
+
+// TestFinishedAPIPodNotRunAgain: after a restart of nodelet, an API pod the
+// API shows Succeeded or Failed is not started again, even when nothing of
+// it is left in the runtime (its containers were collected).
+func TestFinishedAPIPodNotRunAgain(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := newFakeRuntime()
+	updates := make(chan config.PodUpdate, 10)
+	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan pleg.Change)},
+		updates, sets.New(pod.ApiserverSource), pod.NewManager(), status.NewCache())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+
+	apiPod := func(name string, phase v1.PodPhase) *v1.Pod {
+		p := staticPod(name)
+		p.Annotations[pod.ConfigSourceAnnotationKey] = pod.ApiserverSource
+		p.Status = v1.PodStatus{Phase: phase, Reason: "Completed"}
+		return p
+	}
+	updates <- config.PodUpdate{Op: config.ADD, Source: pod.ApiserverSource, Pods: []*v1.Pod{
+		apiPod("succeeded", v1.PodSucceeded), apiPod("failed", v1.PodFailed), apiPod("running", v1.PodRunning)}}
+	eventually(t, "running pod synced", func() bool { return rt.count(rt.synced, "running") > 0 })
+	for _, uid := range []types.UID{"succeeded", "failed"} {
+		if n := rt.count(rt.synced, uid); n != 0 {
+			t.Errorf("finished pod %s synced %d times", uid, n)
+		}
+		if st, _ := a.statuses.Get(uid); st.Reason != "Completed" {
+			t.Errorf("finished pod %s: status %+v, want the API's", uid, st)
+		}
+	}
+	// Deleted from the API, it leaves the node like any refused pod.
+	updates <- config.PodUpdate{Op: config.REMOVE, Source: pod.ApiserverSource, Pods: []*v1.Pod{apiPod("succeeded", v1.PodSucceeded)}}
+	eventually(t, "finished pod forgotten", func() bool { _, ok := a.statuses.Get("succeeded"); return !ok })
+	cancel()
+	<-done
 }
 
 func TestAdmissionStopsWhatRunsOfARefusedPod(t *testing.T) {
