@@ -30,8 +30,10 @@ func TestSidecarsInNeverPod(t *testing.T) {
     image: busybox:1.35
     restartPolicy: Always
     volumeMounts: [{name: out, mountPath: /out}]
+    lifecycle:
+      preStop: {exec: {command: ["sh", "-c", "echo %s-prestop >> /out/order"]}}
     command: ["sh", "-c", %q]
-`, name, "echo "+name+"-start >> /out/order; trap 'echo "+name+"-term >> /out/order; exit 0' TERM; "+
+`, name, name, "echo "+name+"-start >> /out/order; trap 'echo "+name+"-term >> /out/order; exit 0' TERM; "+
 			"while true; do "+crash+"sleep 0.1; done")
 	}
 	manifest := fmt.Sprintf(`apiVersion: v1
@@ -94,8 +96,14 @@ spec:
 	got = waitFile(t, order, 60*time.Second, "sidecars stopped", func(s string) bool {
 		return strings.Contains(s, "side1-term") && strings.Contains(s, "side2-term")
 	})
-	if !strings.HasSuffix(got, "app-exit\nside2-term\nside1-term\n") {
-		t.Errorf("stop order %q: want app-exit, side2-term, side1-term", got)
+	// Both preStop hooks run at once when the pod stops; each sidecar's
+	// stop signal waits for its turn: side2, then side1.
+	tail := got[strings.Index(got, "app-exit\n"):]
+	at := func(line string) int { return strings.Index(tail, line+"\n") }
+	if at("side2-term") < 0 || at("side1-term") < at("side2-term") ||
+		at("side1-prestop") < 0 || at("side1-prestop") > at("side1-term") ||
+		at("side2-prestop") < 0 || at("side2-prestop") > at("side2-term") {
+		t.Errorf("stop order %q: want each preStop before its sidecar's stop, side2 stopped before side1", tail)
 	}
 	p = n.WaitPod(name, 30*time.Second, "sidecars terminated in status", func(p *v1.Pod) bool {
 		a, b := framework.InitContainerStatus(p, "side1"), framework.InitContainerStatus(p, "side2")

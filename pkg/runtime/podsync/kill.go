@@ -50,18 +50,29 @@ func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodSt
 			live = append(live, cs)
 		}
 	}
-	// Sidecars serve the app containers to the end: they stop after them,
-	// in reverse order, within what is left of the grace period.
+	// Sidecars serve the app containers to the end: every preStop hook
+	// runs at once, but a sidecar gets its stop signal only after the app
+	// containers and the sidecars after it stopped, within its own grace
+	// period (upstream's termination ordering).
 	first, sidecars := plan.TerminationOrder(pod, live)
 	start := s.clock.Now()
+	var apps sync.WaitGroup
 	for _, cs := range first {
-		wg.Go(func() { collect(s.KillContainer(ctx, pod, cs, gracePeriod, "")) })
+		apps.Go(func() { collect(s.KillContainer(ctx, pod, cs, gracePeriod, "")) })
 	}
-	wg.Wait()
+	appsDone := make(chan struct{})
+	go func() { apps.Wait(); close(appsDone) }()
+	var turn <-chan struct{} = appsDone
 	for _, cs := range sidecars {
-		left := remainingGrace(containerGrace(pod, cs, gracePeriod), s.clock.Since(start))
-		collect(s.killContainer(ctx, pod, cs, plan.Kill{Name: cs.Name, GracePeriod: &left}))
+		mine, next := turn, make(chan struct{})
+		turn = next
+		wg.Go(func() {
+			defer close(next)
+			collect(s.killContainerInTurn(ctx, pod, cs, plan.Kill{Name: cs.Name, GracePeriod: gracePeriod}, mine, start))
+		})
 	}
+	apps.Wait()
+	wg.Wait()
 
 	// The newest sandbox is stopped even when not ready: stopping releases
 	// its network (IP, port mappings) if its pause process died.
@@ -96,7 +107,16 @@ func (s *Syncer) KillContainer(ctx context.Context, pod *v1.Pod, cs *runtime.Con
 // killContainer is KillContainer as a plan asks: k.Message, when set, is
 // the whole Killing event message.
 func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, cs *runtime.ContainerStatus, k plan.Kill) error {
+	return s.killContainerInTurn(ctx, pod, cs, k, nil, time.Time{})
+}
+
+// killContainerInTurn is killContainer that, after the preStop hook, waits
+// for turn (when set) to be closed before the stop signal, at most until
+// its grace period, counted from since, is used up.
+func (s *Syncer) killContainerInTurn(ctx context.Context, pod *v1.Pod, cs *runtime.ContainerStatus, k plan.Kill,
+	turn <-chan struct{}, since time.Time) error {
 	grace, reason := containerGrace(pod, cs, k.GracePeriod), k.Reason
+	total := grace
 	msg := k.Message
 	if msg == "" {
 		msg = fmt.Sprintf("Stopping container %s", cs.Name)
@@ -107,6 +127,14 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, cs *runtime.Con
 	s.event(pod, v1.EventTypeNormal, ReasonKilling, "%s", msg)
 	// The preStop hook runs before the stop signal, within the grace period.
 	grace = s.runPreStop(ctx, pod, cs, grace)
+	if turn != nil {
+		select {
+		case <-turn:
+		case <-s.clock.After(grace):
+		case <-ctx.Done():
+		}
+		grace = max(total-s.clock.Since(since), min(total, minStopGrace))
+	}
 	klog.V(3).InfoS("Stopping container", "pod", klog.KObj(pod), "container", cs.Name,
 		"containerID", cs.ID, "grace", grace, "reason", reason)
 	start := s.clock.Now()
@@ -116,14 +144,6 @@ func (s *Syncer) killContainer(ctx context.Context, pod *v1.Pod, cs *runtime.Con
 		return fmt.Errorf("kill container %q: %w", cs.Name, err)
 	}
 	return nil
-}
-
-// remainingGrace is what is left, in whole seconds (rounded up), of grace
-// after elapsed; a container still gets minStopGrace unless its whole
-// grace was shorter.
-func remainingGrace(grace, elapsed time.Duration) int64 {
-	left := max(grace-elapsed, min(grace, minStopGrace))
-	return int64((left + time.Second - 1) / time.Second)
 }
 
 func containerGrace(pod *v1.Pod, cs *runtime.ContainerStatus, override *int64) time.Duration {
