@@ -22,8 +22,9 @@ import (
 const defaultGrace = v1.DefaultTerminationGracePeriodSeconds * time.Second
 
 // KillPod stops everything of a pod that may still run: all containers
-// that have not exited, in parallel (sidecars after the others, one at a
-// time in reverse order), each with its grace period (the
+// that have not exited, in parallel (a sidecar's stop signal waits for the
+// app containers and the sidecars after it; preStop hooks all run at
+// once), each with its grace period (the
 // runtime sends SIGTERM, then SIGKILL once the grace period is over), and
 // then its sandboxes. pod may be nil for an orphan found in the runtime;
 // gracePeriod, when set, overrides every container's grace period (in

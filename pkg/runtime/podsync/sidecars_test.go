@@ -9,8 +9,8 @@ import (
 )
 
 // TestKillPodStopsSidecarsLastInReverse: app containers stop first, then
-// the sidecars one at a time in reverse order, with what is left of the
-// grace period (at least 2 s).
+// the sidecars one at a time in reverse order, each with what is left of
+// its grace period (at least 2 s).
 func TestKillPodStopsSidecarsLastInReverse(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod("a", "b")
