@@ -2,12 +2,14 @@ package prober
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -15,13 +17,19 @@ import (
 
 // runGRPC asks the gRPC health service (grpc.health.v1.Health/Check) at
 // addr about service; SERVING is a success. Connecting and the call share
-// the probe's timeout.
-func (h handlers) runGRPC(ctx context.Context, addr, service string, timeout time.Duration) (outcome, string, error) {
+// the probe's timeout. With useTLS (mode: TLS) the connection is TLS
+// without certificate verification, as upstream's.
+func (h handlers) runGRPC(ctx context.Context, addr, service string, useTLS bool, timeout time.Duration) (outcome, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	creds := insecure.NewCredentials()
+	if useTLS {
+		//nolint:gosec // upstream's gRPC probes in TLS mode do not verify certificates
+		creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})
+	}
 	conn, err := grpc.NewClient(addr,
 		grpc.WithUserAgent(h.userAgent),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return probeDialer().DialContext(ctx, "tcp", addr)
 		}),

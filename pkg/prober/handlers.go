@@ -75,7 +75,8 @@ func (h handlers) run(ctx context.Context, p *v1.Probe, t probeTarget) (outcome,
 		if p.GRPC.Service != nil {
 			service = *p.GRPC.Service
 		}
-		return h.runGRPC(ctx, net.JoinHostPort(t.podIP, strconv.Itoa(int(p.GRPC.Port))), service, timeout)
+		useTLS := p.GRPC.Mode != nil && *p.GRPC.Mode == v1.GRPCProbeModeTLS
+		return h.runGRPC(ctx, net.JoinHostPort(t.podIP, strconv.Itoa(int(p.GRPC.Port))), service, useTLS, timeout)
 	}
 	return outcomeFailure, "", errors.New("probe has no handler")
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	v1 "k8s.io/api/core/v1"
@@ -260,5 +261,67 @@ func TestGRPCProbe(t *testing.T) {
 				t.Fatalf("got %v %q %v, want %v containing %q", got, msg, err, tt.want, tt.msgHas)
 			}
 		})
+	}
+}
+
+// TestHTTP2Probe: protocol HTTP2 on an http probe speaks h2c with prior
+// knowledge: it passes against an h2c server and fails against a server
+// that speaks only HTTP/1.1 (upstream's H2CContainerProbe).
+func TestHTTP2Probe(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.Proto) })
+	h2c := httptest.NewUnstartedServer(mux)
+	h2c.Config.Protocols = new(http.Protocols)
+	h2c.Config.Protocols.SetUnencryptedHTTP2(true)
+	h2c.Start()
+	defer h2c.Close()
+	h1 := httptest.NewServer(mux)
+	defer h1.Close()
+	http2 := v1.HTTPProtocolHTTP2
+	probe := func(port int) *v1.Probe {
+		return &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{
+			Port: intstr.FromInt32(int32(port)), Path: "/", Protocol: &http2,
+		}}}
+	}
+	h := testHandlers(nil)
+	host, h2cPort := splitHostPort(t, h2c.URL)
+	_, h1Port := splitHostPort(t, h1.URL)
+	tgt := probeTarget{container: &v1.Container{}, podIP: host}
+	if got, msg, err := h.run(context.Background(), probe(h2cPort), tgt); err != nil || got != outcomeSuccess || msg != "HTTP/2.0" {
+		t.Errorf("h2c server: %v %q %v, want a success over HTTP/2.0", got, msg, err)
+	}
+	if got, msg, err := h.run(context.Background(), probe(h1Port), tgt); err != nil || got != outcomeFailure {
+		t.Errorf("HTTP/1.1 server: %v %q %v, want a failure", got, msg, err)
+	}
+}
+
+// TestGRPCProbeTLS: mode TLS connects over TLS without verifying the
+// server's certificate; a plaintext probe against the TLS server fails.
+func TestGRPCProbeTLS(t *testing.T) {
+	// httptest's self-signed certificate serves the gRPC server.
+	certSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	cert := certSrv.TLS.Certificates[0]
+	certSrv.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Stop()
+	port := int32(l.Addr().(*net.TCPAddr).Port)
+	tlsMode := v1.GRPCProbeModeTLS
+	h := testHandlers(nil)
+	tgt := probeTarget{container: &v1.Container{}, podIP: "127.0.0.1"}
+	withTLS := &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: port, Mode: &tlsMode}}}
+	if got, msg, err := h.run(context.Background(), withTLS, tgt); err != nil || got != outcomeSuccess {
+		t.Errorf("TLS mode: %v %q %v, want a success", got, msg, err)
+	}
+	plain := &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: port}}}
+	if got, msg, err := h.run(context.Background(), plain, tgt); err != nil || got != outcomeFailure {
+		t.Errorf("plaintext against TLS: %v %q %v, want a failure", got, msg, err)
 	}
 }

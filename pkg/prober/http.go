@@ -73,7 +73,11 @@ func (h handlers) runHTTP(ctx context.Context, g *v1.HTTPGetAction, t probeTarge
 	// endless body costs the timeout at most (and only 10 KiB of it is read).
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, b, err := getFollowingSameHost(ctx, req)
+	get := getOnce
+	if g.Protocol != nil && *g.Protocol == v1.HTTPProtocolHTTP2 && req.URL.Scheme == "http" {
+		get = getOnceH2C
+	}
+	res, b, err := getFollowingSameHost(ctx, req, get)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (Client.Timeout exceeded while awaiting headers)", context.DeadlineExceeded)
@@ -92,13 +96,16 @@ func (h handlers) runHTTP(ctx context.Context, g *v1.HTTPGetAction, t probeTarge
 	return outcomeFailure, fmt.Sprintf("HTTP probe failed with statuscode: %d", res.StatusCode), nil
 }
 
-// getFollowingSameHost GETs req, following redirects to the same host (at
-// most 10); a redirect to another host is not followed: that response is
-// the answer.
-func getFollowingSameHost(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
+// getter sends one request and reads at most maxOutput bytes of the body.
+type getter func(ctx context.Context, req *http.Request) (*http.Response, []byte, error)
+
+// getFollowingSameHost GETs req with get, following redirects to the same
+// host (at most 10); a redirect to another host is not followed: that
+// response is the answer.
+func getFollowingSameHost(ctx context.Context, req *http.Request, get getter) (*http.Response, []byte, error) {
 	first := req.URL.Hostname()
 	for redirects := 0; ; redirects++ {
-		res, body, err := getOnce(ctx, req)
+		res, body, err := get(ctx, req)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -172,6 +179,32 @@ func getOnce(ctx context.Context, req *http.Request) (*http.Response, []byte, er
 	}
 	// Not res.Body.Close: it would drain the rest of the body (endless,
 	// maybe); closing the connection (deferred) drops it.
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxOutput))
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, body, nil
+}
+
+// getOnceH2C sends req as HTTP/2 over cleartext with prior knowledge
+// (protocol: HTTP2 on an http probe, upstream's h2c probes), on a
+// connection of its own that is closed afterwards.
+func getOnceH2C(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
+	tr := &http.Transport{
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+		Proxy:              nil,
+		DialContext:        probeDialer().DialContext,
+		Protocols:          new(http.Protocols),
+	}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	res, err := tr.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		return nil, nil, err
+	}
+	// Closing an HTTP/2 body resets the stream: nothing more is read.
+	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxOutput))
 	if err != nil {
 		return nil, nil, err

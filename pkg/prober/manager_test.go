@@ -76,7 +76,9 @@ func running(name, id string) *runtime.ContainerStatus {
 
 func TestManagerReadinessAndLiveness(t *testing.T) {
 	e := newProbeEnv(t)
-	e.exec.set("ready", 0)
+	// Readiness fails until the first look: the first probe may run
+	// before it.
+	e.exec.set("ready", 1)
 	e.exec.set("live", 0)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}, Spec: v1.PodSpec{Containers: []v1.Container{
 		{Name: "c", ReadinessProbe: execProbe("ready"), LivenessProbe: execProbe("live")},
@@ -86,6 +88,7 @@ func TestManagerReadinessAndLiveness(t *testing.T) {
 	if v := e.m.View("u1"); v.Ready("c", "id1") || !v.Started("c", "id1") {
 		t.Fatalf("before any probe: %+v, want started and not ready", v)
 	}
+	e.exec.set("ready", 0)
 	e.waitFor(t, "u1", "ready", func(v View) bool { return v.Ready("c", "id1") })
 
 	e.exec.set("ready", 1)
