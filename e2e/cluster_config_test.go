@@ -340,6 +340,124 @@ spec:
 	t.Logf("measured: missing ConfigMap for an env var created -> pod Running: %s", time.Since(begin).Round(10*time.Millisecond))
 }
 
+// TestClusterEtcHosts: the managed /etc/hosts of a pod-network pod (its IP
+// with hostname and FQDN, hostAliases, writable), the kernel hostname with
+// setHostnameAsFQDN, a container mounting its own /etc/hosts left alone,
+// and the hosts file of a host-network pod (the node's file plus
+// hostAliases).
+func TestClusterEtcHosts(t *testing.T) {
+	cluster := framework.StartCluster(t, framework.NodeName)
+	rt := framework.StartRuntime(t)
+	admin := cpClient(t, cluster.AdminKubeconfig)
+	n := framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig, "--cluster-domain", "cluster.local")
+	cpWaitNode(t, admin)
+
+	podNet := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: hosts-pod
+  namespace: default
+spec:
+  nodeName: %s
+  automountServiceAccountToken: false
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  hostname: db-0
+  subdomain: db
+  setHostnameAsFQDN: true
+  hostAliases:
+  - ip: 10.1.2.3
+    hostnames: [foo.remote, bar.remote]
+  volumes:
+  - name: node-hosts
+    hostPath: {path: /etc/hosts, type: File}
+  containers:
+  - name: app
+    image: busybox:1.35
+    command: ["sh", "-c", "cat /etc/hosts; echo HOSTNAME=$(hostname); echo 10.9.9.9 mine >> /etc/hosts && echo APPENDED; echo DONE; sleep 3600"]
+  - name: own
+    image: busybox:1.35
+    command: ["sh", "-c", "cat /etc/hosts; echo DONE; sleep 3600"]
+    volumeMounts:
+    - {name: node-hosts, mountPath: /etc/hosts, readOnly: true}
+`, framework.NodeName)
+	hostNet := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: hosts-hostnet
+  namespace: default
+spec:
+  nodeName: %s
+  automountServiceAccountToken: false
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  hostNetwork: true
+  hostAliases:
+  - ip: 10.1.2.3
+    hostnames: [foo.remote, bar.remote]
+  containers:
+  - name: app
+    image: busybox:1.35
+    command: ["sh", "-c", "cat /etc/hosts; echo DONE; sleep 3600"]
+`, framework.NodeName)
+	for _, m := range []string{podNet, hostNet} {
+		if out, err := cluster.KubectlInput(m, "apply", "-f", "-"); err != nil {
+			t.Fatalf("kubectl apply: %v\n%s", err, out)
+		}
+	}
+	logOf := func(p *v1.Pod, container string) string {
+		file := filepath.Join(cri.PodLogDir(n.LogDir, "default", p.Name, p.UID), cri.ContainerLogPath(container, 0))
+		var log string
+		waitFor(t, 30*time.Second, p.Name+"/"+container+" output", func() (bool, string) {
+			b, _ := os.ReadFile(file)
+			log = criLogText(string(b))
+			return strings.Contains(log, "DONE"), log
+		})
+		return log
+	}
+	running := func(p *v1.Pod) bool { return p != nil && p.Status.Phase == v1.PodRunning && framework.Running(p) }
+	node, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeLines := strings.Split(strings.TrimSpace(string(node)), "\n")
+
+	p := cpWaitPod(t, admin, "hosts-pod", 60*time.Second, "Running", cpRunningInAPI)
+	log := logOf(p, "app")
+	fqdn := "db-0.db.default.svc.cluster.local"
+	for _, want := range []string{
+		"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		p.Status.PodIP + "\t" + fqdn + "\tdb-0\n", "\n# Entries added by HostAliases.\n10.1.2.3\tfoo.remote\tbar.remote\n",
+		"HOSTNAME=" + fqdn + "\n", "APPENDED",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("hosts-pod/app output lacks %q:\n%s", want, log)
+		}
+	}
+	// The container's own mount: the node's file, untouched.
+	log = logOf(p, "own")
+	if strings.Contains(log, "Kubernetes-managed") || strings.Contains(log, "foo.remote") {
+		t.Errorf("hosts-pod/own got a managed /etc/hosts over its own mount:\n%s", log)
+	}
+	for _, want := range nodeLines {
+		if !strings.Contains(log, want) {
+			t.Errorf("hosts-pod/own output lacks the node's %q:\n%s", want, log)
+		}
+	}
+	b, err := os.ReadFile(cri.HostsFilePath(n.RootDir, p.UID))
+	if err != nil || !strings.Contains(string(b), "10.9.9.9 mine") {
+		t.Errorf("the pod's hosts file on the node (%v) lacks what the container appended:\n%s", err, b)
+	}
+
+	p = cpWaitPod(t, admin, "hosts-hostnet", 60*time.Second, "Running", running)
+	log = logOf(p, "app")
+	for _, want := range append([]string{"# Kubernetes-managed hosts file (host network).\n", "10.1.2.3\tfoo.remote\tbar.remote\n"}, nodeLines...) {
+		if !strings.Contains(log, want) {
+			t.Errorf("hosts-hostnet output lacks %q:\n%s", want, log)
+		}
+	}
+}
+
 // configCluster starts an API server, containerd and a nodelet member of
 // the cluster with the node's credentials, and waits for its Node.
 func configCluster(t *testing.T) (*framework.Cluster, kubernetes.Interface, *framework.Nodelet) {

@@ -79,11 +79,32 @@ func validateSpec(s *v1.PodSpec, path *field.Path) field.ErrorList {
 	if s.DNSPolicy == v1.DNSNone && (s.DNSConfig == nil || len(s.DNSConfig.Nameservers) == 0) {
 		errs = append(errs, field.Required(path.Child("dnsConfig", "nameservers"), "at least one nameserver is required when dnsPolicy is None"))
 	}
+	errs = append(errs, validateNames(s, path)...)
 	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be greater than or equal to 0"))
 	}
 	if d := s.ActiveDeadlineSeconds; d != nil && *d <= 0 {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
+	}
+	return errs
+}
+
+// validateNames checks what ends up in the pod's hostname and managed
+// /etc/hosts, as the API server does.
+func validateNames(s *v1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.Hostname != "" {
+		errs = append(errs, validateDNS(s.Hostname, path.Child("hostname"), validation.IsDNS1123Label)...)
+	}
+	if s.Subdomain != "" {
+		errs = append(errs, validateDNS(s.Subdomain, path.Child("subdomain"), validation.IsDNS1123Label)...)
+	}
+	for i, a := range s.HostAliases {
+		p := path.Child("hostAliases").Index(i)
+		errs = append(errs, validation.IsValidIP(p.Child("ip"), a.IP)...)
+		for j, h := range a.Hostnames {
+			errs = append(errs, validateDNS(h, p.Child("hostnames").Index(j), validation.IsDNS1123Subdomain)...)
+		}
 	}
 	return errs
 }

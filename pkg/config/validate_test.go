@@ -84,6 +84,15 @@ func TestValidatePod(t *testing.T) {
 			}
 		}, []string{`spec.containers[0].resources.requests[cpu]: Invalid value: "2": must be less than or equal to cpu limit of 1`}},
 		{"negative grace period", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(-1)) }, []string{"spec.terminationGracePeriodSeconds: Invalid value: -1"}},
+		{"hostname, subdomain and hostAliases", func(p *v1.Pod) {
+			p.Spec.Hostname, p.Spec.Subdomain = "db-0", "db"
+			p.Spec.HostAliases = []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"foo.remote", "bar"}}, {IP: "fd00::1", Hostnames: []string{"v6"}}}
+		}, nil},
+		{"hostname not a label", func(p *v1.Pod) { p.Spec.Hostname = "a.b" }, []string{`spec.hostname: Invalid value: "a.b"`}},
+		{"subdomain not a label", func(p *v1.Pod) { p.Spec.Subdomain = "Sub_1" }, []string{`spec.subdomain: Invalid value: "Sub_1"`}},
+		{"hostAliases forging a line", func(p *v1.Pod) {
+			p.Spec.HostAliases = []v1.HostAlias{{IP: "10.1.2.3\n1.1.1.1", Hostnames: []string{"ok", "evil\n8.8.8.8 bank.example", ""}}}
+		}, []string{`spec.hostAliases[0].ip: Invalid value: "10.1.2.3\n1.1.1.1"`, `spec.hostAliases[0].hostnames[1]: Invalid value`, `spec.hostAliases[0].hostnames[2]: Required value`}},
 		{"several errors at once", func(p *v1.Pod) {
 			p.Name = ""
 			p.Spec.Containers[0].Image = ""

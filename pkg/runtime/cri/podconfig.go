@@ -3,7 +3,6 @@ package cri
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -93,7 +92,9 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, opts ConfigOptions) (*runtimeapi
 	// A host-network sandbox has the node's hostname; setting one would
 	// have the runtime write a conflicting /etc/hostname.
 	if !pod.Spec.HostNetwork {
-		cfg.Hostname = hostname(pod)
+		if cfg.Hostname, err = kernelHostname(pod, opts.ClusterDomain); err != nil {
+			return nil, err
+		}
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil && len(sc.Sysctls) > 0 {
 		cfg.Linux.Sysctls = make(map[string]string, len(sc.Sysctls))
@@ -128,6 +129,9 @@ type ContainerParams struct {
 	// Warn, when set, reports what was skipped as upstream does with an
 	// event (envFrom keys that are no variable names).
 	Warn func(reason, message string)
+	// EtcHostsFile is the pod's managed hosts file (HostsFile), mounted at
+	// /etc/hosts; "" leaves /etc/hosts to the runtime.
+	EtcHostsFile string
 }
 
 // ContainerConfig builds the config of one container instance. It fails
@@ -159,6 +163,9 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 	}
 	if p.TerminationMessageFile != "" && c.TerminationMessagePath != "" {
 		mounts = append(mounts, &runtimeapi.Mount{HostPath: p.TerminationMessageFile, ContainerPath: c.TerminationMessagePath})
+	}
+	if m := etcHostsMount(c, p.EtcHostsFile); m != nil {
+		mounts = append(mounts, m)
 	}
 	id := ContainerIdentity{
 		PodName:                  pod.Name,
@@ -198,19 +205,6 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 		},
 	}
 	return cfg, nil
-}
-
-func hostname(pod *v1.Pod) string {
-	h := pod.Name
-	if pod.Spec.Hostname != "" {
-		h = pod.Spec.Hostname
-	}
-	// A hostname is one DNS label: at most 63 characters, not ending in
-	// '-' or '.' after truncation.
-	if len(h) > 63 {
-		h = strings.TrimRight(h[:63], "-.")
-	}
-	return h
 }
 
 func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {

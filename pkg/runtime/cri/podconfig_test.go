@@ -83,18 +83,6 @@ func TestSandboxConfig(t *testing.T) {
 	}
 }
 
-func TestHostname(t *testing.T) {
-	pod := configPod()
-	pod.Name = strings.Repeat("a", 62) + "-bc"
-	if h := hostname(pod); h != strings.Repeat("a", 62) {
-		t.Errorf("hostname = %q", h)
-	}
-	pod.Spec.Hostname = "custom"
-	if h := hostname(pod); h != "custom" {
-		t.Errorf("hostname = %q", h)
-	}
-}
-
 func TestDNSConfig(t *testing.T) {
 	host := &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2"}, Searches: []string{"corp.example"}, Options: []string{"ndots:1", "edns0"}}
 	cluster := ConfigOptions{HostDNS: host, ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local"}

@@ -20,7 +20,7 @@ import (
 // startContainer creates and starts one planned container instance. On
 // failure it returns the waiting reason to report along with the error.
 func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start, sandboxID string,
-	sbConfig *runtimeapi.PodSandboxConfig, img imageResult, podIPs []string) (runtime.ContainerWaiting, error) {
+	sbConfig *runtimeapi.PodSandboxConfig, img imageResult, podIPs []string, hostsFile string) (runtime.ContainerWaiting, error) {
 	msgFile, err := s.terminationMessageFile(pod, st.Spec)
 	if err != nil {
 		return runtime.ContainerWaiting{Reason: ReasonCreateContainerError, Message: err.Error()}, err
@@ -31,6 +31,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		PodIPs:                 podIPs,
 		BindSubpath:            s.opts.BindSubpath,
 		TerminationMessageFile: msgFile,
+		EtcHostsFile:           hostsFile,
 		Warn: func(reason, message string) {
 			s.event(pod, v1.EventTypeWarning, reason, "%s", message)
 		},

@@ -281,8 +281,16 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 			return
 		}
 	}
-	var podIPs []string
-	needIPs := !pod.Spec.HostNetwork
+	hostsFile, podIPs, err := p.writeEtcHosts(ctx, a.CreateSandbox, sandboxID)
+	if err != nil {
+		for _, st := range a.ContainersToStart {
+			p.wait(st.Name, ReasonCreateContainerConfigError, err.Error())
+		}
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
+		p.fail(err)
+		return
+	}
+	needIPs := !pod.Spec.HostNetwork && podIPs == nil
 	for _, st := range a.ContainersToStart {
 		if killFailed[st.Name] {
 			continue
@@ -302,7 +310,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 			}
 			needIPs = false
 		}
-		if w, err := s.startContainer(ctx, pod, st, sandboxID, sbConfig, img, podIPs); err != nil {
+		if w, err := s.startContainer(ctx, pod, st, sandboxID, sbConfig, img, podIPs, hostsFile); err != nil {
 			p.wait(st.Name, w.Reason, w.Message)
 			p.fail(err)
 		}

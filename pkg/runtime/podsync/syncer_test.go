@@ -393,7 +393,8 @@ func TestSyncPodEmptyDirAndHostPath(t *testing.T) {
 		}
 	}
 	scratch := h.s.opts.Config.RootDir + "/pods/uid-1/volumes/kubernetes.io~empty-dir/scratch"
-	wantCalls(t, "mounts", mounts, []string{scratch + "->/scratch", hostDir + "->/host"})
+	hosts := h.s.opts.Config.RootDir + "/pods/uid-1/etc-hosts"
+	wantCalls(t, "mounts", mounts, []string{scratch + "->/scratch", hostDir + "->/host", hosts + "->/etc/hosts"})
 	for _, dir := range []string{scratch, hostDir} {
 		if fi, err := statDir(dir); err != nil || !fi {
 			t.Errorf("%s not created: %v", dir, err)
@@ -401,7 +402,9 @@ func TestSyncPodEmptyDirAndHostPath(t *testing.T) {
 	}
 }
 
-func TestSyncPodPodIPOnlyWhenNeeded(t *testing.T) {
+// TestSyncPodPodIPReadOnce: the pod IP is read once, before the first
+// container: the managed /etc/hosts needs it, and env vars reuse it.
+func TestSyncPodPodIPReadOnce(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod("a", "b")
 	pod.Spec.HostNetwork = false
@@ -409,8 +412,8 @@ func TestSyncPodPodIPOnlyWhenNeeded(t *testing.T) {
 	h.sync(pod)
 	_, rest := h.calls()
 	wantCalls(t, "runtime calls", rest, []string{
-		"RunPodSandbox web/0", "CreateContainer a/0", "StartContainer a",
-		"PodSandboxStatus sb1", "CreateContainer b/0", "StartContainer b",
+		"RunPodSandbox web/0", "PodSandboxStatus sb1", "CreateContainer a/0", "StartContainer a",
+		"CreateContainer b/0", "StartContainer b",
 	})
 	for _, c := range h.rt.containers {
 		if c.config.Metadata.Name == "b" && (len(c.config.Envs) != 1 || string(c.config.Envs[0].Value) != "10.88.0.1") {

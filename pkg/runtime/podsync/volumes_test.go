@@ -61,7 +61,8 @@ func TestSyncPodProvidedVolume(t *testing.T) {
 	}
 	// Read-only even though the mount does not say so: nodelet owns the content.
 	want := h.s.opts.Config.RootDir + "/pods/uid-1/volumes/kubernetes.io~projected/kube-api-access-x->/var/run/secrets/kubernetes.io/serviceaccount ro=true"
-	wantCalls(t, "mounts", mounts, []string{want})
+	hosts := h.s.opts.Config.RootDir + "/pods/uid-1/etc-hosts->/etc/hosts ro=false"
+	wantCalls(t, "mounts", mounts, []string{want, hosts})
 
 	// Removing the pod tells the provider.
 	ctx := context.Background()
