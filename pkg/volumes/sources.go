@@ -59,8 +59,8 @@ type volumeRef struct {
 	namespace, name string
 }
 
-// podRefs returns the config maps and secrets pod's volumes and
-// containers' environment read, each once.
+// podRefs returns the config maps and secrets pod's volumes,
+// containers' environment and image pulls read, each once.
 func podRefs(p *v1.Pod) []volumeRef {
 	seen := map[volumeRef]bool{}
 	var out []volumeRef
@@ -105,6 +105,9 @@ func podRefs(p *v1.Pod) []volumeRef {
 				add(kindSecret, e.ValueFrom.SecretKeyRef.Name)
 			}
 		}
+	}
+	for _, ref := range p.Spec.ImagePullSecrets {
+		add(kindSecret, ref.Name)
 	}
 	return out
 }

@@ -133,11 +133,12 @@ func TestPodRefs(t *testing.T) {
 			{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "cm2"}}}},
 			{Name: "Y", Value: "plain"},
 		}}},
+		ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}, {Name: ""}, {Name: "s1"}},
 	}}
 	got := podRefs(p)
 	want := []volumeRef{
 		{kindConfigMap, "ns", "cm1"}, {kindSecret, "ns", "s1"}, {kindSecret, "ns", "s2"},
-		{kindSecret, "ns", "s3"}, {kindConfigMap, "ns", "cm2"},
+		{kindSecret, "ns", "s3"}, {kindConfigMap, "ns", "cm2"}, {kindSecret, "ns", "pull"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("refs = %v, want %v", got, want)

@@ -30,8 +30,6 @@ const (
 	// created but not started) and costs more than waiting. A pod's calls
 	// run on its own worker, so a slow call never blocks another pod.
 	DefaultTimeout = 2 * time.Minute
-	// DefaultPullTimeout bounds an image pull.
-	DefaultPullTimeout = 2 * time.Minute
 	// maxMsgSize allows large list responses on busy nodes (a few thousand
 	// containers with their labels and annotations).
 	maxMsgSize = 16 << 20
@@ -54,7 +52,9 @@ var (
 type Options struct {
 	// Timeout bounds every call except pulls and stops.
 	Timeout time.Duration
-	// PullTimeout bounds an image pull.
+	// PullTimeout bounds an image pull; 0: only the caller's context
+	// does, as upstream (a large image on a slow link may take long; the
+	// pull is cancelled when the pod it is for goes away).
 	PullTimeout time.Duration
 }
 
@@ -85,11 +85,10 @@ func Dial(ctx context.Context, endpoint string, opts ...Options) (*Client, error
 		return nil, fmt.Errorf("dial runtime %s: %w", endpoint, err)
 	}
 	c := &Client{
-		conn:        conn,
-		rt:          runtimeapi.NewRuntimeServiceClient(conn),
-		img:         runtimeapi.NewImageServiceClient(conn),
-		timeout:     DefaultTimeout,
-		pullTimeout: DefaultPullTimeout,
+		conn:    conn,
+		rt:      runtimeapi.NewRuntimeServiceClient(conn),
+		img:     runtimeapi.NewImageServiceClient(conn),
+		timeout: DefaultTimeout,
 	}
 	for _, o := range opts {
 		if o.Timeout > 0 {

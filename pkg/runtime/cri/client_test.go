@@ -375,3 +375,65 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// pullCRI answers PullImage and records what each call carried.
+type pullCRI struct {
+	fakeCRI
+	deadlines []bool
+	auths     []*runtimeapi.AuthConfig
+}
+
+func (f *pullCRI) PullImage(ctx context.Context, r *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, has := ctx.Deadline()
+	f.deadlines = append(f.deadlines, has)
+	f.auths = append(f.auths, r.GetAuth())
+	return &runtimeapi.PullImageResponse{ImageRef: "sha256:" + r.GetImage().GetImage()}, nil
+}
+
+// TestPullImageNoFixedTimeout: a pull is bounded only by the caller's
+// context (a large image may take long; upstream sets no deadline either),
+// unless Options.PullTimeout asks for one; the auth reaches the runtime.
+func TestPullImageNoFixedTimeout(t *testing.T) {
+	f := &pullCRI{}
+	f.calls = map[string]int{}
+	f.stopped = map[string]int64{}
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(srv, f)
+	runtimeapi.RegisterImageServiceServer(srv, f)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+
+	ctx := context.Background()
+	c, err := Dial(ctx, "unix://"+sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	auth := &runtimeapi.AuthConfig{Username: "u", Password: "p"}
+	if ref, err := c.PullImage(ctx, "reg:5000/app", auth, nil); err != nil || ref != "sha256:reg:5000/app" {
+		t.Fatalf("PullImage = %q, %v", ref, err)
+	}
+	bounded, err := Dial(ctx, "unix://"+sock, Options{PullTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bounded.Close()
+	if _, err := bounded.PullImage(ctx, "app", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.deadlines) != 2 || f.deadlines[0] || !f.deadlines[1] {
+		t.Errorf("deadlines seen by the runtime = %v, want [false true]", f.deadlines)
+	}
+	if got := f.auths[0]; got.GetUsername() != "u" || got.GetPassword() != "p" {
+		t.Errorf("auth = %v", got)
+	}
+}

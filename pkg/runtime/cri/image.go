@@ -25,10 +25,14 @@ func (c *Client) ImageStatus(ctx context.Context, ref string) (*runtimeapi.Image
 
 // PullImage pulls ref and returns the image reference (ID or digest) the
 // runtime resolved it to. sandboxConfig may be nil; runtimes use it to pick
-// per-pod pull settings.
+// per-pod pull settings. auth, when set, is never logged nor put in an
+// error. Only ctx bounds the pull unless Options.PullTimeout is set.
 func (c *Client) PullImage(ctx context.Context, ref string, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
-	ctx, cancel := c.ctx(ctx, c.pullTimeout)
-	defer cancel()
+	if c.pullTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = c.ctx(ctx, c.pullTimeout)
+		defer cancel()
+	}
 	resp, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{
 		Image:         &runtimeapi.ImageSpec{Image: ref},
 		Auth:          auth,

@@ -29,6 +29,12 @@ type fakeRuntime struct {
 	containers map[string]*fakeContainer
 
 	pullErr   error
+	pullAuths []*runtimeapi.AuthConfig // auth of each PullImage call
+	// acceptAuth, when set, decides a pull by its auth.
+	acceptAuth func(*runtimeapi.AuthConfig) error
+	// pullGate, when set, holds PullImage until it is closed or the
+	// call's context ends.
+	pullGate chan struct{}
 	createErr map[string]error // by container name
 	startErr  map[string]error // by container name
 	// onStop, when set, runs inside StopContainer (outside the lock).
@@ -210,12 +216,28 @@ func (f *fakeRuntime) ImageStatus(_ context.Context, ref string) (*runtimeapi.Im
 	return nil, nil
 }
 
-func (f *fakeRuntime) PullImage(_ context.Context, ref string, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (f *fakeRuntime) PullImage(ctx context.Context, ref string, auth *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	f.mu.Lock()
+	gate := f.pullGate
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return "", fmt.Errorf("pull image %s: %w", ref, ctx.Err())
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("PullImage " + ref)
+	f.pullAuths = append(f.pullAuths, auth)
 	if f.pullErr != nil {
 		return "", f.pullErr
+	}
+	if f.acceptAuth != nil {
+		if err := f.acceptAuth(auth); err != nil {
+			return "", err
+		}
 	}
 	id := "sha256:" + ref
 	f.images[ref] = id

@@ -34,13 +34,16 @@ type imageResult struct {
 // its pull policy.
 func (s *Syncer) resolveImages(ctx context.Context, pod *v1.Pod, starts []plan.Start, sb *runtimeapi.PodSandboxConfig) map[string]func() imageResult {
 	out := make(map[string]func() imageResult, len(starts))
+	// The pull secrets are read once per sync, and only when an image is
+	// pulled.
+	keyring := sync.OnceValue(func() *podKeyring { return s.podKeyring(pod) })
 	for _, st := range starts {
 		if _, ok := out[st.Spec.Image]; ok {
 			continue
 		}
 		c := st.Spec
 		ch := make(chan imageResult, 1)
-		go func() { ch <- s.ensureImage(ctx, pod, c, sb) }()
+		go func() { ch <- s.ensureImage(ctx, pod, c, sb, keyring) }()
 		out[c.Image] = sync.OnceValue(func() imageResult { return <-ch })
 	}
 	return out
@@ -48,8 +51,9 @@ func (s *Syncer) resolveImages(ctx context.Context, pod *v1.Pod, starts []plan.S
 
 // ensureImage applies the container's pull policy: one ImageStatus call
 // when the image is present (IfNotPresent, Never), a pull otherwise, unless
-// earlier pulls of it for this pod failed recently.
-func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *runtimeapi.PodSandboxConfig) imageResult {
+// earlier pulls of it for this pod failed recently. A pull uses the pod's
+// pull secrets that match the image's registry.
+func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *runtimeapi.PodSandboxConfig, keyring func() *podKeyring) imageResult {
 	image := c.Image
 	policy := pullPolicy(c)
 	if policy != v1.PullAlways {
@@ -85,14 +89,26 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 			retryAfter: remaining,
 		}
 	}
+	kr := keyring()
+	if kr.err != nil {
+		period := s.pulls.failed(pod.UID, image, s.clock.Now())
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Failed to pull image %q: %v", image, kr.err)
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %s", ReasonErrImagePull)
+		return imageResult{
+			waiting:    &runtime.ContainerWaiting{Reason: ReasonErrImagePull, Message: kr.err.Error()},
+			err:        fmt.Errorf("%w: %w", ErrImagePull, kr.err),
+			retryAfter: period,
+		}
+	}
 	s.event(pod, v1.EventTypeNormal, ReasonPulling, "Pulling image %q", image)
 	start := s.clock.Now()
-	ref, err := s.rt.PullImage(ctx, image, nil, sb)
+	ref, err := s.pull(ctx, pod, image, kr.ring.Lookup(image), sb)
 	s.observe(OpPullImage, start, err)
 	if err != nil {
 		period := s.pulls.failed(pod.UID, image, s.clock.Now())
 		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Failed to pull image %q: %v", image, err)
 		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %s", ReasonErrImagePull)
+		s.missingSecretsEvent(pod, kr)
 		return imageResult{
 			waiting:    &runtime.ContainerWaiting{Reason: ReasonErrImagePull, Message: err.Error()},
 			err:        fmt.Errorf("%w: %w", ErrImagePull, err),

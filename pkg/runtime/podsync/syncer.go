@@ -112,6 +112,9 @@ type Options struct {
 	// Probes returns what the probes found of a pod's containers
 	// (prober.Manager.View); nil: no probes.
 	Probes func(uid types.UID) plan.Probes
+	// PullProgressInterval is how often a pull still going is logged
+	// (DefaultPullProgressInterval).
+	PullProgressInterval time.Duration
 	// BindSubpath binds a container's subPath mounts before it is created.
 	// nil binds them safely on this node (package volumes/subpath); tests
 	// without mount privileges pass their own.
@@ -128,6 +131,9 @@ type Syncer struct {
 	pulls    *pullBackoff
 	metrics  Metrics
 	hooks    HookRunner
+	// onPullProgress, when set (tests), is called at each progress report
+	// of a pull still going.
+	onPullProgress func(image string, elapsed time.Duration)
 }
 
 // New returns a Syncer. recorder may be nil (no events).
@@ -146,6 +152,9 @@ func New(rt Runtime, recorder record.EventRecorder, opts Options) *Syncer {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.PullProgressInterval <= 0 {
+		opts.PullProgressInterval = DefaultPullProgressInterval
 	}
 	if opts.BindSubpath == nil {
 		opts.BindSubpath = bindSubpath
@@ -233,7 +242,11 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 // order. Images are resolved (and pulled) while the sandbox is created.
 func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[string]bool) {
 	s, pod := p.s, p.pod
-	if err := s.checkVolumes(pod); err != nil {
+	err := s.checkVolumes(pod)
+	if err == nil {
+		err = checkPullSecrets(pod)
+	}
+	if err != nil {
 		for _, st := range a.ContainersToStart {
 			p.wait(st.Name, ReasonCreateContainerConfigError, err.Error())
 		}
