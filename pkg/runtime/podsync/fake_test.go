@@ -34,7 +34,7 @@ type fakeRuntime struct {
 	acceptAuth func(*runtimeapi.AuthConfig) error
 	// pullGate, when set, holds PullImage until it is closed or the
 	// call's context ends.
-	pullGate chan struct{}
+	pullGate  chan struct{}
 	createErr map[string]error // by container name
 	startErr  map[string]error // by container name
 	// onStop, when set, runs inside StopContainer (outside the lock).
