@@ -90,7 +90,7 @@ start_containerd() {
   [[ -n "$SNAPSHOTTER" ]] || SNAPSHOTTER="$(detect_snapshotter)"
   log "snapshotter: $SNAPSHOTTER"
 
-  mkdir -p "$RT_CNI_CONF_DIR" "$RT_STATE_DIR/root" "$RT_STATE_DIR/state" "$RT_RUNC_ROOT"
+  mkdir -p "$RT_CNI_CONF_DIR" "$RT_STATE_DIR/root" "$RT_STATE_DIR/state" "$RT_RUNC_ROOT" "$RT_STATE_DIR/certs.d"
   render "$NODELET_ROOT/hack/containerd/config.toml.tmpl" "$RT_CONFIG"
   render "$NODELET_ROOT/hack/containerd/10-nodelet.conflist.tmpl" "$RT_CNI_CONF_DIR/10-nodelet.conflist"
 

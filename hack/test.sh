@@ -21,7 +21,8 @@ unit() {
 
 e2e() {
   require_root
-  ensure_packages containerd runc containernetworking-plugins busybox-static iptables
+  # docker-registry, skopeo and apache2-utils (htpasswd): the image pull credentials test's registry.
+  ensure_packages containerd runc containernetworking-plugins busybox-static iptables docker-registry skopeo apache2-utils
   # Package-level integration tests (pkg/...) share one runtime; e2e/ tests start their own per test.
   local rt_dir
   rt_dir="$(mktemp -d /tmp/nltest-XXXXXX)"

@@ -161,6 +161,32 @@ func (r *Runtime) Ctr(args ...string) (string, error) {
 // args are mkimage's flags without --out, e.g. "--name", "example.com/gc:1", "--filler-bytes",
 // "1048576". It returns mkimage's JSON summary line (layer digest and size, config digest).
 func (r *Runtime) MakeImage(args ...string) (string, error) {
+	tmp, err := os.MkdirTemp(r.StateDir, "mkimage-")
+	if err != nil {
+		return "", fmt.Errorf("mkimage temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	archive := filepath.Join(tmp, "image.tar")
+	summary, err := r.BuildImage(archive, args...)
+	if err != nil {
+		return "", err
+	}
+	snapshotter := runtimeEnvValue(filepath.Join(r.StateDir, "runtime.env"), "SNAPSHOTTER")
+	importArgs := []string{"images", "import"}
+	if snapshotter != "" {
+		// Unpack for the snapshotter CRI uses, or the first container from it unpacks again.
+		importArgs = append(importArgs, "--snapshotter", snapshotter)
+	}
+	if _, err := r.Ctr(append(importArgs, archive)...); err != nil {
+		return "", err
+	}
+	return summary, nil
+}
+
+// BuildImage writes a single-layer image with hack/mkimage to archive (docker-archive format, as
+// skopeo's docker-archive: transport reads it) without importing it. args are mkimage's flags
+// without --out. It returns mkimage's JSON summary line.
+func (r *Runtime) BuildImage(archive string, args ...string) (string, error) {
 	mkimage := filepath.Join(r.StateDir, "bin", "mkimage")
 	if _, err := os.Stat(mkimage); err != nil {
 		root, err := repoRoot()
@@ -171,24 +197,9 @@ func (r *Runtime) MakeImage(args ...string) (string, error) {
 			return "", fmt.Errorf("build hack/mkimage: %w\n%s", err, out)
 		}
 	}
-	tmp, err := os.MkdirTemp(r.StateDir, "mkimage-")
-	if err != nil {
-		return "", fmt.Errorf("mkimage temp dir: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	archive := filepath.Join(tmp, "image.tar")
 	summary, err := runtimeRun(2*time.Minute, "", nil, mkimage, append([]string{"--out", archive}, args...)...)
 	if err != nil {
 		return "", fmt.Errorf("mkimage %s: %w\n%s", strings.Join(args, " "), err, summary)
-	}
-	snapshotter := runtimeEnvValue(filepath.Join(r.StateDir, "runtime.env"), "SNAPSHOTTER")
-	importArgs := []string{"images", "import"}
-	if snapshotter != "" {
-		// Unpack for the snapshotter CRI uses, or the first container from it unpacks again.
-		importArgs = append(importArgs, "--snapshotter", snapshotter)
-	}
-	if _, err := r.Ctr(append(importArgs, archive)...); err != nil {
-		return "", err
 	}
 	return strings.TrimSpace(summary), nil
 }
