@@ -17,7 +17,7 @@ import (
 
 // TestClusterStaticPodAPIObjectsRefused: static pods of a cluster member
 // that reference API objects (a configMap volume, a secretKeyRef, a
-// projected serviceAccountToken) are refused, even though the objects
+// projected serviceAccountToken, imagePullSecrets) are refused, even though the objects
 // exist: the pod's status on the node says why, and so does an event the
 // user sees in the API under the pod's mirror name. A plain static pod
 // beside them runs and has its mirror.
@@ -42,6 +42,9 @@ func TestClusterStaticPodAPIObjectsRefused(t *testing.T) {
 		"sec-static": podManifest("sec-static", container("app", "sleep 3600")+`    env:
     - name: PW
       valueFrom: {secretKeyRef: {name: static-sec, key: k}}
+`),
+		"pull-static": podManifest("pull-static", container("app", "sleep 3600")+`  imagePullSecrets:
+  - name: static-sec
 `),
 		"tok-static": podManifest("tok-static", container("app", "sleep 3600")+`    volumeMounts:
     - {name: tok, mountPath: /tok}
