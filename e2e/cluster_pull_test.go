@@ -7,9 +7,13 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,4 +218,140 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// TestClusterSlowPullCancelledWithPod: a pull that makes no progress (a
+// proxy in front of the registry stops passing data after the first bytes
+// of each connection) is not cut off by nodelet: the pod shows the Pulling
+// event, nodelet logs the pull as still going, and the pull is cancelled,
+// its connections to the registry closed, only when the pod is deleted;
+// the pod then goes away as any other.
+func TestClusterSlowPullCancelledWithPod(t *testing.T) {
+	const user, password = "e2e-slow", "Slow-Pa55-3c9e"
+	rt := framework.StartRuntime(t)
+	reg := framework.StartRegistry(t, rt, user, password)
+	if err := pushBusybox(t, rt, reg, reg.Host+"/e2e/slow:1"); err != nil {
+		t.Fatal(err)
+	}
+	proxy := startStallProxy(t, reg.Host, 16<<10)
+	reg.TrustAs(t, rt, proxy.host)
+	image := proxy.host + "/e2e/slow:1"
+
+	cluster := framework.StartCluster(t, framework.NodeName)
+	admin := cpClient(t, cluster.AdminKubeconfig)
+	n := framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig)
+	cpWaitNode(t, admin)
+	ctx := context.Background()
+	core := admin.CoreV1()
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	if _, err := core.Secrets("default").Create(ctx, &v1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "slowcred"},
+		Type:       v1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{v1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, proxy.host, auth)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := pullPodSpec("pull-slow", image)
+	p.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "slowcred"}}
+	if _, err := core.Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = core.Pods("default").Delete(context.Background(), "pull-slow", metav1.DeleteOptions{}) })
+
+	// The progress log comes every 30 s (podsync.DefaultPullProgressInterval).
+	waitFor(t, 90*time.Second, "nodelet logging the pull as still going", func() (bool, string) {
+		for _, line := range strings.Split(n.Log(), "\n") {
+			if strings.Contains(line, `"Still pulling image"`) && strings.Contains(line, `pod="default/pull-slow"`) {
+				t.Logf("nodelet: %s", line)
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d connections through the proxy, %d open", proxy.total.Load(), proxy.open.Load())
+	})
+	evs, err := core.Events("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == "pull-slow" {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	if !slices.Contains(reasons, "Pulling") || slices.Contains(reasons, "Failed") || slices.Contains(reasons, "Pulled") {
+		t.Errorf("events of the stalled pull: %v, want Pulling and neither Failed nor Pulled", reasons)
+	}
+	if proxy.open.Load() == 0 {
+		t.Fatalf("no pull connection open through the proxy while the pull is said to go on")
+	}
+
+	grace := int64(0)
+	if err := core.Pods("default").Delete(ctx, "pull-slow", metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	cpWaitPod(t, admin, "pull-slow", 60*time.Second, "gone from the API", func(p *v1.Pod) bool { return p == nil })
+	waitFor(t, 30*time.Second, "the pull's connections closed", func() (bool, string) {
+		return proxy.open.Load() == 0, fmt.Sprintf("%d open", proxy.open.Load())
+	})
+}
+
+// stallProxy forwards loopback TCP connections to a registry, passing the
+// first limit bytes of each answer and nothing after: TLS and the first
+// small responses get through, a layer download stalls.
+type stallProxy struct {
+	host        string
+	open, total atomic.Int64
+}
+
+func startStallProxy(t *testing.T, upstream string, limit int64) *stallProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallProxy{host: l.Addr().String()}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.serve(c, upstream, limit, stop)
+			}()
+		}
+	}()
+	return p
+}
+
+func (p *stallProxy) serve(c net.Conn, upstream string, limit int64, stop <-chan struct{}) {
+	p.open.Add(1)
+	p.total.Add(1)
+	defer p.open.Add(-1)
+	defer c.Close()
+	u, err := net.Dial("tcp", upstream)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	clientGone := make(chan struct{})
+	go func() {
+		// Upstream to client: the first limit bytes, then nothing.
+		_, _ = io.CopyN(c, u, limit)
+	}()
+	go func() {
+		_, _ = io.Copy(u, c)
+		close(clientGone)
+	}()
+	select {
+	case <-clientGone:
+	case <-stop:
+	}
 }

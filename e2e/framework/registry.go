@@ -35,6 +35,7 @@ type Registry struct {
 	CertDir        string
 	user, password string
 	logFile        string
+	certFile       string
 }
 
 // StartRegistry starts a registry for rt accepting user/password, and stops it and removes its
@@ -102,9 +103,21 @@ auth:
 		}
 	})
 
-	// containerd reads <config_path>/<host>/hosts.toml at each pull: https (a loopback registry
-	// defaults to plain http) with the test's certificate as the CA.
-	hostsDir := filepath.Join(rt.StateDir, "certs.d", r.Host)
+	r.certFile = certFile
+	r.TrustAs(t, rt, r.Host)
+	if err := r.waitReady(exited); err != nil {
+		b, _ := os.ReadFile(r.logFile)
+		t.Fatalf("registry: %v\n%s", err, runtimeLastLines(string(b), 20))
+	}
+	return r
+}
+
+// TrustAs makes rt reach host (the registry itself, or a proxy in front of it on loopback) over
+// https with the registry's certificate, until the test ends. containerd reads
+// <config_path>/<host>/hosts.toml at each pull; without one it talks plain http to a loopback registry.
+func (r *Registry) TrustAs(t testing.TB, rt *Runtime, host string) {
+	t.Helper()
+	hostsDir := filepath.Join(rt.StateDir, "certs.d", host)
 	if err := os.MkdirAll(hostsDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -112,14 +125,9 @@ auth:
 	// containerd 1.6 refuses a hosts.toml without a host table ("invalid `host` tree"); an empty
 	// one leaves the server line as the only host.
 	if err := os.WriteFile(filepath.Join(hostsDir, "hosts.toml"), fmt.Appendf(nil,
-		"server = %q\nca = %q\n\n[host]\n", "https://"+r.Host, certFile), 0o644); err != nil {
+		"server = %q\nca = %q\n\n[host]\n", "https://"+host, r.certFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.waitReady(exited); err != nil {
-		b, _ := os.ReadFile(r.logFile)
-		t.Fatalf("registry: %v\n%s", err, runtimeLastLines(string(b), 20))
-	}
-	return r
 }
 
 // waitReady waits until the registry answers /v2/ (with 401: it wants credentials).
