@@ -223,7 +223,8 @@ func copyFile(src, dst string, mode os.FileMode) error {
 // TestClusterSlowPullCancelledWithPod: a pull that makes no progress (a
 // proxy in front of the registry stops passing data after the first bytes
 // of each connection) is not cut off by nodelet: the pod shows the Pulling
-// event, nodelet logs the pull as still going, and the pull is cancelled,
+// event and, in the API, ContainerCreating; nodelet logs the pull as still
+// going; and the pull is cancelled,
 // its connections to the registry closed, only when the pod is deleted;
 // the pod then goes away as any other.
 func TestClusterSlowPullCancelledWithPod(t *testing.T) {
@@ -267,6 +268,11 @@ func TestClusterSlowPullCancelledWithPod(t *testing.T) {
 			}
 		}
 		return false, fmt.Sprintf("%d connections through the proxy, %d open", proxy.total.Load(), proxy.open.Load())
+	})
+	// Meanwhile the API shows the pod Pending, its container in
+	// ContainerCreating, as upstream does during a pull.
+	cpWaitPod(t, admin, "pull-slow", 10*time.Second, "Pending with ContainerCreating", func(p *v1.Pod) bool {
+		return p != nil && p.Status.Phase == v1.PodPending && waitingReason("ContainerCreating")(p)
 	})
 	evs, err := core.Events("default").List(ctx, metav1.ListOptions{})
 	if err != nil {

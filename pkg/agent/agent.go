@@ -97,6 +97,9 @@ type Agent struct {
 	// observed is each pod worker's last runtime read, against which
 	// relist events are checked.
 	observed observations
+	// slowFirstSync is how long a new pod's first sync (an image pull,
+	// mostly) runs before the status it started from is published.
+	slowFirstSync time.Duration
 
 	mu   sync.Mutex
 	seen sets.Set[string] // sources whose first update the loop has processed
@@ -111,6 +114,7 @@ func New(cfg Config, rt PodRuntime, relister Relister, updates <-chan config.Pod
 	return &Agent{
 		cfg: cfg, rt: rt, relister: relister, updates: updates, sources: sources,
 		pods: pods, statuses: statuses, seen: sets.New[string](), rejected: sets.New[types.UID](),
+		slowFirstSync: defaultSlowFirstSync,
 	}
 }
 

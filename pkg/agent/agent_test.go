@@ -26,6 +26,8 @@ type fakeRuntime struct {
 	killed  map[types.UID]int
 	synced  map[types.UID]int
 	reads   map[types.UID]int // PodStatus calls
+	// gate, when set, holds SyncPod until it is closed (a long pull).
+	gate chan struct{}
 }
 
 func newFakeRuntime() *fakeRuntime {
@@ -45,6 +47,9 @@ func (f *fakeRuntime) PodStatus(_ context.Context, uid types.UID, name, ns strin
 }
 
 func (f *fakeRuntime) SyncPod(_ context.Context, p *v1.Pod, _ *runtime.PodStatus) runtime.SyncResult {
+	if f.gate != nil {
+		<-f.gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.running[p.UID] = true
@@ -269,4 +274,36 @@ func TestCreateOfPodNewToTheRuntime(t *testing.T) {
 			t.Errorf("%s: %d status reads, %d syncs; want %d, 1", tc.name, got, rt.count(rt.synced, "a"), tc.wantReads)
 		}
 	}
+}
+
+// TestSlowFirstSyncPublishesPendingStatus: while a new pod's first sync
+// runs long (an image pull), its status already shows the pod Pending with
+// the container in ContainerCreating; the finished sync's status follows.
+func TestSlowFirstSyncPublishesPendingStatus(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := newFakeRuntime()
+	rt.gate = make(chan struct{})
+	updates := make(chan config.PodUpdate, 10)
+	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan pleg.Change)},
+		updates, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+	a.slowFirstSync = 10 * time.Millisecond
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("slow")}}
+	eventually(t, "pending status during the sync", func() bool {
+		st, ok := a.statuses.Get("slow")
+		if !ok || st.Phase != v1.PodPending || len(st.ContainerStatuses) != 1 {
+			return false
+		}
+		w := st.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "ContainerCreating"
+	})
+	close(rt.gate)
+	eventually(t, "running status after the sync", func() bool {
+		st, ok := a.statuses.Get("slow")
+		return ok && st.Phase == v1.PodRunning
+	})
+	cancel()
+	<-done
 }

@@ -88,7 +88,9 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		a.refreshStatus(ctx, w, nil)
 		return worker.Result{Err: err}
 	}
+	published := a.publishIfSlow(w, rs)
 	res := a.rt.SyncPod(ctx, p, rs)
+	published()
 	if res.Err != nil {
 		klog.ErrorS(res.Err, "Sync pod", "pod", klog.KObj(p), "uid", p.UID)
 	}
@@ -98,6 +100,37 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		res.RetryAfter = left
 	}
 	return worker.Result{RetryAfter: res.RetryAfter, Err: res.Err}
+}
+
+// defaultSlowFirstSync: a new pod's first sync that takes longer publishes
+// the status it started from. Short enough that a pod whose image pull
+// takes minutes shows ContainerCreating at once, not nothing; long enough
+// that a normal start (well under a second) costs no extra status write.
+const defaultSlowFirstSync = 2 * time.Second
+
+// publishIfSlow publishes, when the first sync of a pod with no status yet
+// is still running after a.slowFirstSync, the status it started from: the
+// pod Pending, its containers waiting in ContainerCreating, as upstream
+// shows them during a pull (it publishes a status at the start of every
+// sync). Later syncs are not covered: their pods have a status already,
+// whose waiting reasons (ImagePullBackOff, ...) stay until the sync ends.
+// The returned func stops the timer, or waits for a publish under way, so
+// the status of the finished sync is always published last.
+func (a *Agent) publishIfSlow(w worker.Work, rs *runtime.PodStatus) func() {
+	if _, ok := a.statuses.Get(w.Pod.UID); ok {
+		return func() {}
+	}
+	done := make(chan struct{})
+	t := time.AfterFunc(a.slowFirstSync, func() {
+		defer close(done)
+		klog.V(2).InfoS("First sync of pod still running; publishing its pending status", "pod", klog.KObj(w.Pod))
+		a.publishStatus(w, rs, nil)
+	})
+	return func() {
+		if !t.Stop() {
+			<-done
+		}
+	}
 }
 
 // podEventer records an event on a pod; the runtime offers it when it can.
