@@ -3,9 +3,12 @@
 # containerd. Method and results: docs/BENCHMARKS.md (its generated section is rewritten by a full run).
 #
 #   hack/bench.sh            full run: standalone legs (20 sequential pods, burst of 50, 60 s idle; ~6 min),
-#                            then cluster legs (20 API pods, mirror, 3 deletes; ~4 min)
+#                            then cluster legs (20 API pods, mirror, 3 deletes; ~4 min), probe-load legs,
+#                            and config-volume legs (~10 min)
 #   hack/bench.sh --quick    smoke test (5 / 10 / 10 s); prints only, docs untouched
 #   hack/bench.sh --cluster  only the cluster legs (each agent in its own hack/cluster-up.sh cluster); ~4 min
+#   hack/bench.sh --modes config   only the config-volume legs (100 API pods with a ConfigMap and a Secret
+#                            volume, then a ConfigMap update; each agent in its own cluster); ~8 min
 #   hack/bench.sh --subjects raw,upstream ...   any flag of hack/bench (go run ./hack/bench -h)
 #
 # Needs root. Starts containerd with hack/runtime-up.sh in a temp state dir and purges it on exit.

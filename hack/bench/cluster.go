@@ -41,100 +41,21 @@ type clusterResult struct {
 
 func runClusterLeg(ctx context.Context, cfg config, subject string) (r *clusterResult) {
 	r = &clusterResult{outcome: outcome{subject: subject, load: loadavg()}}
-	bin := cfg.kubelet
-	if subject == "nodelet" {
-		bin = cfg.nodelet
-	} else if subject != "upstream" {
-		r.err = fmt.Errorf("unknown cluster subject %q (upstream, nodelet)", subject)
-		return r
-	}
-	if _, err := os.Stat(bin); err != nil {
-		r.notAvailable = fmt.Sprintf("not available: %s missing", bin)
-		logf("cluster %s: %s", subject, r.notAvailable)
-		return r
-	}
-	dir := filepath.Join(cfg.stateDir, "cluster-"+subject)
-	a, err := newAgent(subject, dir, 0)
-	if err != nil {
-		r.err = err
-		return r
-	}
-
-	// A fresh cluster for this leg, purged afterwards.
-	clusterDir := filepath.Join(dir, "cluster")
-	logf("cluster %s: cluster-up", subject)
-	if err := clusterUp(ctx, cfg, clusterDir, filepath.Join(dir, "cluster-up.log")); err != nil {
-		r.err = err
-		return r
-	}
-	defer clusterDown(cfg, clusterDir)
-
-	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(clusterDir, "admin.kubeconfig"))
-	if err != nil {
-		r.err = err
-		return r
-	}
-	restCfg.QPS, restCfg.Burst = 100, 200
-	admin, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	nodeKubeconfig := filepath.Join(clusterDir, "node.kubeconfig")
-
 	// The static pod is there from the start; its mirror is measured after the API pods.
-	if err := a.writeManifest("static"); err != nil {
-		r.err = err
+	c, err := joinCluster(ctx, cfg, subject, filepath.Join(cfg.stateDir, "cluster-"+subject), "cluster",
+		func(a *agent) error { return a.writeManifest("static") })
+	defer c.close()
+	if c.notAvailable != "" {
+		r.notAvailable = c.notAvailable
 		return r
-	}
-	var argv []string
-	if subject == "upstream" {
-		if _, err := os.Stat(upstreamHostDir); os.IsNotExist(err) {
-			defer os.RemoveAll(upstreamHostDir)
-		}
-		argv, err = upstreamClusterArgv(a, bin, cfg.endpoint, cfg.nodeName, nodeKubeconfig)
-	} else {
-		argv, err = nodeletClusterArgv(a, bin, cfg.endpoint, cfg.nodeName, nodeKubeconfig)
 	}
 	if err != nil {
 		r.err = err
 		return r
 	}
-	defer func() {
-		a.stop(15 * time.Second)
-		if err := unmountUnder(dir); err != nil {
-			logf("cluster %s: %v", subject, err)
-		}
-	}()
-
-	fail := func(format string, args ...any) *clusterResult {
-		r.err = fmt.Errorf(format, args...)
-		if a.logFile != "" {
-			r.err = fmt.Errorf("%w; %s:\n%s", r.err, a.logFile, tail(a.logFile, 10))
-		}
-		return r
-	}
-
-	// node start -> Node Ready, watched from before the process starts.
-	nw, err := admin.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", cfg.nodeName).String()})
-	if err != nil {
-		return fail("watch node: %v", err)
-	}
-	logf("cluster %s: starting the agent", subject)
-	begin, err := a.launch(argv)
-	if err != nil {
-		nw.Stop()
-		return fail("%v", err)
-	}
-	at, err := waitWatch(ctx, nw, readyCap, a.exited, func(ev watch.Event) bool {
-		n, ok := ev.Object.(*v1.Node)
-		return ok && ev.Type != watch.Deleted && nodeReady(n)
-	})
-	if err != nil {
-		return fail("node start -> Ready: %v", err)
-	}
-	r.ready = at.Sub(begin)
-	logf("cluster %s: Node Ready after %s", subject, r.ready.Round(time.Millisecond))
+	a, admin := c.agent, c.admin
+	fail := failer(c, &r.outcome, r)
+	r.ready = c.ready
 
 	// API pods: create -> status.phase Running, sequentially.
 	pods := admin.CoreV1().Pods("default")
@@ -175,7 +96,7 @@ func runClusterLeg(ctx context.Context, cfg config, subject string) (r *clusterR
 		mw.Stop()
 		return fail("delete mirror: %v", err)
 	}
-	at, err = waitWatch(ctx, mw, mirrorCap, a.exited, func(ev watch.Event) bool {
+	at, err := waitWatch(ctx, mw, mirrorCap, a.exited, func(ev watch.Event) bool {
 		p, ok := ev.Object.(*v1.Pod)
 		return ok && ev.Type != watch.Deleted && p.UID != mirror.UID && p.DeletionTimestamp == nil
 	})
@@ -223,6 +144,126 @@ func runClusterLeg(ctx context.Context, cfg config, subject string) (r *clusterR
 	}
 	logf("cluster %s: done", subject)
 	return r
+}
+
+// clusterAgent is an agent that joined its own fresh test cluster.
+type clusterAgent struct {
+	*agent
+	admin        kubernetes.Interface
+	ready        time.Duration // process start -> Node Ready
+	notAvailable string        // the agent's binary is missing
+	cleanups     []func()      // run by close, last first
+}
+
+// close stops the agent and tears its cluster down. It may be called on a
+// nil or half-started clusterAgent.
+func (c *clusterAgent) close() {
+	if c == nil {
+		return
+	}
+	for i := len(c.cleanups) - 1; i >= 0; i-- {
+		c.cleanups[i]()
+	}
+	c.cleanups = nil
+}
+
+// failer returns a function that sets o.err, with the tail of the agent's
+// log, and returns r.
+func failer[R any](c *clusterAgent, o *outcome, r R) func(format string, args ...any) R {
+	return func(format string, args ...any) R {
+		o.err = fmt.Errorf(format, args...)
+		if c.agent != nil && c.logFile != "" {
+			o.err = fmt.Errorf("%w; %s:\n%s", o.err, c.logFile, tail(c.logFile, 10))
+		}
+		return r
+	}
+}
+
+// joinCluster brings up a fresh cluster (hack/cluster-up.sh) in dir, runs
+// setup (static manifests, say) and starts subject as its node, and waits
+// for the Node to be Ready, watched from before the process starts. label
+// prefixes its log lines. The result is never nil: close it.
+func joinCluster(ctx context.Context, cfg config, subject, dir, label string, setup func(a *agent) error) (*clusterAgent, error) {
+	c := &clusterAgent{}
+	bin := cfg.kubelet
+	if subject == "nodelet" {
+		bin = cfg.nodelet
+	} else if subject != "upstream" {
+		return c, fmt.Errorf("unknown cluster subject %q (upstream, nodelet)", subject)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		c.notAvailable = fmt.Sprintf("not available: %s missing", bin)
+		logf("%s %s: %s", label, subject, c.notAvailable)
+		return c, nil
+	}
+	a, err := newAgent(subject, dir, 0)
+	if err != nil {
+		return c, err
+	}
+
+	// A fresh cluster for this leg, purged afterwards.
+	clusterDir := filepath.Join(dir, "cluster")
+	logf("%s %s: cluster-up", label, subject)
+	if err := clusterUp(ctx, cfg, clusterDir, filepath.Join(dir, "cluster-up.log")); err != nil {
+		return c, err
+	}
+	c.cleanups = append(c.cleanups, func() { clusterDown(cfg, clusterDir) })
+
+	restCfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(clusterDir, "admin.kubeconfig"))
+	if err != nil {
+		return c, err
+	}
+	restCfg.QPS, restCfg.Burst = 100, 200
+	if c.admin, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return c, err
+	}
+	nodeKubeconfig := filepath.Join(clusterDir, "node.kubeconfig")
+	if setup != nil {
+		if err := setup(a); err != nil {
+			return c, err
+		}
+	}
+	var argv []string
+	if subject == "upstream" {
+		if _, err := os.Stat(upstreamHostDir); os.IsNotExist(err) {
+			c.cleanups = append(c.cleanups, func() { os.RemoveAll(upstreamHostDir) })
+		}
+		argv, err = upstreamClusterArgv(a, bin, cfg.endpoint, cfg.nodeName, nodeKubeconfig)
+	} else {
+		argv, err = nodeletClusterArgv(a, bin, cfg.endpoint, cfg.nodeName, nodeKubeconfig)
+	}
+	if err != nil {
+		return c, err
+	}
+	c.agent = a
+	c.cleanups = append(c.cleanups, func() {
+		a.stop(15 * time.Second)
+		if err := unmountUnder(dir); err != nil {
+			logf("%s %s: %v", label, subject, err)
+		}
+	})
+	var o outcome
+	fail := failer(c, &o, c)
+	nw, err := c.admin.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", cfg.nodeName).String()})
+	if err != nil {
+		return fail("watch node: %v", err), o.err
+	}
+	logf("%s %s: starting the agent", label, subject)
+	begin, err := a.launch(argv)
+	if err != nil {
+		nw.Stop()
+		return fail("%v", err), o.err
+	}
+	at, err := waitWatch(ctx, nw, readyCap, a.exited, func(ev watch.Event) bool {
+		n, ok := ev.Object.(*v1.Node)
+		return ok && ev.Type != watch.Deleted && nodeReady(n)
+	})
+	if err != nil {
+		return fail("node start -> Ready: %v", err), o.err
+	}
+	c.ready = at.Sub(begin)
+	logf("%s %s: Node Ready after %s", label, subject, c.ready.Round(time.Millisecond))
+	return c, nil
 }
 
 func byName(name string) metav1.ListOptions {

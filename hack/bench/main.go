@@ -50,6 +50,9 @@ type config struct {
 	// probed pods each).
 	probes    bool
 	probePods int
+	// configVols: the config-volume legs (issue 11) with configPods pods.
+	configVols bool
+	configPods int
 }
 
 // result is what one standalone leg measured.
@@ -77,7 +80,8 @@ func main() {
 	flag.StringVar(&cfg.nodelet, "nodelet", "_output/bin/nodelet", "nodelet binary")
 	flag.IntVar(&cfg.readOnlyPort, "read-only-port", 10255, "read-only port the agents serve /pods on")
 	flag.StringVar(&cfg.nodeName, "node-name", "bench-node", "node name given to the agents")
-	flag.StringVar(&modes, "modes", "standalone,cluster,probes", "standalone (agents on a manifest dir), cluster (agents in their own test cluster), probes (agents under a probe load), in that order")
+	flag.StringVar(&modes, "modes", "standalone,cluster,probes,config", "standalone (agents on a manifest dir), cluster (agents in their own test cluster), probes (agents under a probe load), config (API pods with a ConfigMap and a Secret volume, each agent in its own cluster), in that order")
+	flag.IntVar(&cfg.configPods, "config-pods", 100, "config mode: pods mounting the ConfigMap and the Secret")
 	flag.IntVar(&cfg.probePods, "probe-pods", 100, "probes mode: pods with an exec readiness and an HTTP liveness probe every second")
 	flag.BoolVar(&cfg.cluster, "cluster", false, "cluster legs only (same as -modes cluster)")
 	flag.StringVar(&clusterSubjects, "cluster-subjects", "upstream,nodelet", "agents to run in cluster mode, in order")
@@ -116,6 +120,9 @@ func main() {
 		if !set["probe-pods"] {
 			cfg.probePods = 10
 		}
+		if !set["config-pods"] {
+			cfg.configPods = 5
+		}
 	}
 	if cfg.cluster {
 		modes = "cluster"
@@ -128,9 +135,11 @@ func main() {
 			cfg.cluster = true
 		case "probes":
 			cfg.probes = true
+		case "config":
+			cfg.configVols = true
 		case "":
 		default:
-			fmt.Fprintf(os.Stderr, "bench: unknown mode %q (standalone, cluster, probes)\n", m)
+			fmt.Fprintf(os.Stderr, "bench: unknown mode %q (standalone, cluster, probes, config)\n", m)
 			os.Exit(2)
 		}
 	}
@@ -196,6 +205,10 @@ func run(ctx context.Context, cfg config) (int, error) {
 		{cfg.probes, func() (bool, error) {
 			return runMode(ctx, cfg, cri, "probes ", cfg.clusterSubjects, func(s string) *probeResult { return runProbeLeg(ctx, cfg, s) },
 				func(rs []*probeResult) string { return renderProbes(cfg, env, rs) }, probeBeginMarker, probeEndMarker)
+		}},
+		{cfg.configVols, func() (bool, error) {
+			return runMode(ctx, cfg, cri, "config ", cfg.clusterSubjects, func(s string) *configResult { return runConfigLeg(ctx, cfg, s) },
+				func(rs []*configResult) string { return renderConfig(cfg, env, rs) }, configBeginMarker, configEndMarker)
 		}},
 	}
 	for _, m := range modes {
