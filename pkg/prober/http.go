@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -79,7 +80,9 @@ func (h handlers) runHTTP(ctx context.Context, g *v1.HTTPGetAction, t probeTarge
 	}
 	res, b, err := getFollowingSameHost(ctx, req, get)
 	if err != nil {
-		if ctx.Err() != nil {
+		// The connection's deadline is the context's, and either may fire
+		// first: both are the probe's timeout.
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("%w (Client.Timeout exceeded while awaiting headers)", context.DeadlineExceeded)
 		}
 		return outcomeFailure, fmt.Sprintf("Get %q: %v", req.URL.String(), err), nil
