@@ -74,6 +74,10 @@ spec:
 			t.Errorf("sidecar %s status %+v, want running and started", s, st)
 		}
 	}
+	// The init container that completed is ready, as upstream reports it.
+	if st := framework.InitContainerStatus(p, "init"); st == nil || st.State.Terminated == nil || !st.Ready {
+		t.Errorf("init container status %+v, want terminated and ready", st)
+	}
 
 	// A sidecar that exits is restarted, though the pod's policy is Never.
 	if err := os.WriteFile(filepath.Join(dir, "crash"), nil, 0o644); err != nil {
@@ -111,5 +115,51 @@ spec:
 	})
 	if p.Status.Phase != v1.PodSucceeded {
 		t.Errorf("phase %s after the sidecars stopped", p.Status.Phase)
+	}
+}
+
+// TestInitContainerWaitingStatus: while an init container runs, the
+// containers after it wait with PodInitializing and the Initialized
+// condition names the init containers not done, as upstream reports them.
+func TestInitContainerWaitingStatus(t *testing.T) {
+	rt := framework.StartRuntime(t)
+	n := framework.StartNodelet(t, rt)
+	n.WriteManifest("initwait.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: initwait
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - name: wait
+    image: busybox:1.35
+    command: ["sleep", "3600"]
+  - name: after
+    image: busybox:1.35
+    command: ["true"]
+  containers:
+  - name: app
+    image: busybox:1.35
+    command: ["sleep", "3600"]
+`)
+	p := n.WaitPod("initwait"+staticSuffix, 60*time.Second, "init container wait running", func(p *v1.Pod) bool {
+		st := framework.InitContainerStatus(p, "wait")
+		return st != nil && st.State.Running != nil
+	})
+	for _, st := range []*v1.ContainerStatus{framework.InitContainerStatus(p, "after"), framework.ContainerStatus(p, "app")} {
+		if st == nil || st.State.Waiting == nil || st.State.Waiting.Reason != "PodInitializing" {
+			t.Errorf("status %+v, want waiting PodInitializing", st)
+		}
+	}
+	var initialized *v1.PodCondition
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == v1.PodInitialized {
+			initialized = &p.Status.Conditions[i]
+		}
+	}
+	if initialized == nil || initialized.Status != v1.ConditionFalse || initialized.Reason != "ContainersNotInitialized" ||
+		initialized.Message != "containers with incomplete status: [wait after]" {
+		t.Errorf("Initialized condition %+v, want False, ContainersNotInitialized, containers with incomplete status: [wait after]", initialized)
 	}
 }

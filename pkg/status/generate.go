@@ -72,8 +72,8 @@ func Generate(in Input) v1.PodStatus {
 		s.PodIPs = []v1.PodIP{{IP: ip}}
 	}
 
-	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, in)
-	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, in)
+	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, true, in)
+	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, false, in)
 	limitTerminationMessages(pod, &s)
 	s.Phase = phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Killed {
@@ -91,12 +91,12 @@ func Generate(in Input) v1.PodStatus {
 	}
 
 	sandboxReady := readyToStartContainers(pod, in.Runtime)
-	initDone := initialized(pod, s.InitContainerStatuses)
+	initDone := initReadiness(pod, s)
 	containersReady := containersReadiness(pod, s)
 	podReady := podReadiness(pod, containersReady)
 	s.Conditions = []v1.PodCondition{
 		condition(v1.PodReadyToStartContainers, sandboxReady, "", in.Previous, now),
-		condition(v1.PodInitialized, initDone, "ContainersNotInitialized", in.Previous, now),
+		initDone.condition(v1.PodInitialized, in.Previous, now),
 		containersReady.condition(v1.ContainersReady, in.Previous, now),
 		podReady.condition(v1.PodReady, in.Previous, now),
 		condition(v1.PodScheduled, true, "", in.Previous, now),
@@ -104,24 +104,32 @@ func Generate(in Input) v1.PodStatus {
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
 		if c.Status == v1.ConditionFalse && c.Reason != "" && c.Message == "" {
-			c.Message = notReadyMessage(c.Reason, s)
+			c.Message = notReadyMessage(s)
 		}
 	}
 	return s
 }
 
-func containerStatuses(specs []v1.Container, in Input) []v1.ContainerStatus {
+// Waiting reasons of a container not yet running, with nothing more
+// specific to say, as upstream: a pod with init containers shows
+// PodInitializing on all its containers.
+const (
+	reasonContainerCreating = "ContainerCreating"
+	reasonPodInitializing   = "PodInitializing"
+)
+
+func containerStatuses(specs []v1.Container, init bool, in Input) []v1.ContainerStatus {
 	if len(specs) == 0 {
 		return nil
 	}
 	out := make([]v1.ContainerStatus, 0, len(specs))
 	for _, c := range specs {
-		out = append(out, containerStatus(c, in))
+		out = append(out, containerStatus(c, init, in))
 	}
 	return out
 }
 
-func containerStatus(c v1.Container, in Input) v1.ContainerStatus {
+func containerStatus(c v1.Container, init bool, in Input) v1.ContainerStatus {
 	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	var latest, previous *runtime.ContainerStatus
 	if in.Runtime != nil {
@@ -138,9 +146,13 @@ func containerStatus(c v1.Container, in Input) v1.ContainerStatus {
 		}
 	}
 	waiting, hasWaiting := in.Waiting[c.Name]
+	defaultReason := reasonContainerCreating
+	if len(in.Pod.Spec.InitContainers) > 0 {
+		defaultReason = reasonPodInitializing
+	}
 
 	if latest == nil {
-		reason := "ContainerCreating"
+		reason := defaultReason
 		var msg string
 		if hasWaiting {
 			reason, msg = waiting.Reason, waiting.Message
@@ -168,8 +180,9 @@ func containerStatus(c v1.Container, in Input) v1.ContainerStatus {
 			ready = started && in.Probes.Ready(c.Name, latest.ID)
 		}
 		// A pod being deleted stops taking traffic at once, before its
-		// containers are told to stop.
-		cs.Ready = ready && in.Pod.DeletionTimestamp == nil
+		// containers are told to stop. An init container that is not a
+		// sidecar is ready only once it completed.
+		cs.Ready = ready && in.Pod.DeletionTimestamp == nil && (!init || isRestartableInit(c))
 		cs.Started = &started
 	case runtime.ContainerStateExited:
 		started := false
@@ -181,11 +194,14 @@ func containerStatus(c v1.Container, in Input) v1.ContainerStatus {
 			cs.LastTerminationState.Terminated = terminated(in.RuntimeName, latest)
 		} else {
 			cs.State.Terminated = terminated(in.RuntimeName, latest)
+			// An init container that completed is ready, as upstream
+			// reports it (a sidecar is ready only while it runs).
+			cs.Ready = init && !isRestartableInit(c) && latest.ExitCode == 0
 		}
 	default:
 		started := false
 		cs.Started = &started
-		reason := "ContainerCreating"
+		reason := defaultReason
 		var msg string
 		if hasWaiting {
 			reason, msg = waiting.Reason, waiting.Message
@@ -290,18 +306,30 @@ func isRestartableInit(c v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
-// initialized: every init container succeeded, or, for a restartable
-// (sidecar) init container, is running.
-func initialized(pod *v1.Pod, inits []v1.ContainerStatus) bool {
-	for i, st := range inits {
-		if isRestartableInit(pod.Spec.InitContainers[i]) && st.State.Running != nil {
-			continue
-		}
-		if t := st.State.Terminated; t == nil || t.ExitCode != 0 {
-			return false
+// initReadiness is upstream's PodInitialized: every init container
+// completed (a sidecar: started), or an app container already ran (the
+// pod was initialized before; its sidecars may be restarting), or the pod
+// Succeeded. The message names the init containers not done, as upstream.
+func initReadiness(pod *v1.Pod, s v1.PodStatus) readiness {
+	var incomplete []string
+	for i, st := range s.InitContainerStatuses {
+		if isRestartableInit(pod.Spec.InitContainers[i]) {
+			if st.Started == nil || !*st.Started {
+				incomplete = append(incomplete, st.Name)
+			}
+		} else if !st.Ready {
+			incomplete = append(incomplete, st.Name)
 		}
 	}
-	return true
+	if len(incomplete) == 0 || s.Phase == v1.PodSucceeded {
+		return readiness{ok: true}
+	}
+	for _, st := range s.ContainerStatuses {
+		if st.State.Running != nil || st.State.Terminated != nil {
+			return readiness{ok: true}
+		}
+	}
+	return readiness{reason: "ContainersNotInitialized", message: fmt.Sprintf("containers with incomplete status: %s", incomplete)}
 }
 
 func condition(t v1.PodConditionType, ok bool, reason string, prev *v1.PodStatus, now metav1.Time) v1.PodCondition {
@@ -321,20 +349,14 @@ func condition(t v1.PodConditionType, ok bool, reason string, prev *v1.PodStatus
 	return c
 }
 
-func notReadyMessage(reason string, s v1.PodStatus) string {
-	list := s.ContainerStatuses
-	kind := "containers"
-	if reason == "ContainersNotInitialized" {
-		list = s.InitContainerStatuses
-		kind = "init containers"
-	}
+func notReadyMessage(s v1.PodStatus) string {
 	var names []string
-	for _, st := range list {
-		if !st.Ready && (reason != "ContainersNotInitialized" || st.State.Terminated == nil || st.State.Terminated.ExitCode != 0) {
+	for _, st := range s.ContainerStatuses {
+		if !st.Ready {
 			names = append(names, st.Name)
 		}
 	}
-	return fmt.Sprintf("%s with unready status: %v", kind, names)
+	return fmt.Sprintf("containers with unready status: %v", names)
 }
 
 // killedPhase: a pod stopped for good is Succeeded when every container

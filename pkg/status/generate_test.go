@@ -172,3 +172,66 @@ func TestGenerateKilledIsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateInitContainers: upstream's view of a pod with init
+// containers: containers not yet created wait with PodInitializing, a
+// completed init container is ready, and Initialized names the init
+// containers not done until an app container has run.
+func TestGenerateInitContainers(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	pod := specPod(v1.RestartPolicyAlways, "app")
+	pod.Spec.InitContainers = []v1.Container{{Name: "init1"}, {Name: "side", RestartPolicy: &always}, {Name: "init2"}}
+	initCond := func(s v1.PodStatus) v1.PodCondition {
+		for _, c := range s.Conditions {
+			if c.Type == v1.PodInitialized {
+				return c
+			}
+		}
+		return v1.PodCondition{}
+	}
+	tests := []struct {
+		name       string
+		containers []*runtime.ContainerStatus
+		wantReady  map[string]bool
+		wantWait   map[string]string // container -> waiting reason
+		wantInit   v1.ConditionStatus
+		wantMsg    string
+	}{
+		{"nothing yet", nil, map[string]bool{},
+			map[string]string{"init1": "PodInitializing", "side": "PodInitializing", "init2": "PodInitializing", "app": "PodInitializing"},
+			v1.ConditionFalse, "containers with incomplete status: [init1 side init2]"},
+		{"init1 done, sidecar running", []*runtime.ContainerStatus{exited("init1", 0, 0), running("side", 0)},
+			map[string]bool{"init1": true, "side": true}, map[string]string{"init2": "PodInitializing", "app": "PodInitializing"},
+			v1.ConditionFalse, "containers with incomplete status: [init2]"},
+		{"init1 running", []*runtime.ContainerStatus{running("init1", 0)},
+			map[string]bool{"init1": false}, map[string]string{"side": "PodInitializing", "app": "PodInitializing"},
+			v1.ConditionFalse, "containers with incomplete status: [init1 side init2]"},
+		{"init1 failed", []*runtime.ContainerStatus{exited("init1", 1, 0)},
+			map[string]bool{"init1": false}, map[string]string{"app": "PodInitializing"},
+			v1.ConditionFalse, "containers with incomplete status: [init1 side init2]"},
+		{"all done, app running", []*runtime.ContainerStatus{exited("init1", 0, 0), running("side", 0), exited("init2", 0, 0), running("app", 0)},
+			map[string]bool{"init1": true, "side": true, "init2": true, "app": true}, nil, v1.ConditionTrue, ""},
+		{"sidecar restarting after init", []*runtime.ContainerStatus{exited("init1", 0, 0), exited("side", 1, 0), exited("init2", 0, 0), running("app", 0)},
+			map[string]bool{"side": false, "app": true}, nil, v1.ConditionTrue, ""},
+	}
+	for _, tc := range tests {
+		s := Generate(Input{Pod: pod, Runtime: &runtime.PodStatus{Sandboxes: readySandbox(), Containers: tc.containers}, Now: t0})
+		all := append(append([]v1.ContainerStatus(nil), s.InitContainerStatuses...), s.ContainerStatuses...)
+		for _, cs := range all {
+			if want, ok := tc.wantReady[cs.Name]; ok && cs.Ready != want {
+				t.Errorf("%s: %s ready %v, want %v", tc.name, cs.Name, cs.Ready, want)
+			}
+			if want, ok := tc.wantWait[cs.Name]; ok && (cs.State.Waiting == nil || cs.State.Waiting.Reason != want) {
+				t.Errorf("%s: %s state %+v, want waiting %s", tc.name, cs.Name, cs.State, want)
+			}
+		}
+		if c := initCond(s); c.Status != tc.wantInit || c.Message != tc.wantMsg {
+			t.Errorf("%s: Initialized %s %q, want %s %q", tc.name, c.Status, c.Message, tc.wantInit, tc.wantMsg)
+		}
+	}
+	// Without init containers a container not yet created is ContainerCreating.
+	s := Generate(Input{Pod: specPod(v1.RestartPolicyAlways, "a"), Runtime: &runtime.PodStatus{Sandboxes: readySandbox()}, Now: t0})
+	if w := s.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "ContainerCreating" {
+		t.Errorf("no init containers: %+v, want waiting ContainerCreating", s.ContainerStatuses[0].State)
+	}
+}
