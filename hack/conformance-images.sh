@@ -10,6 +10,10 @@
 #                                                           `nc -u` in it (busybox's nc has no UDP)
 #   nonroot     registry.k8s.io/e2e-test-images/nonroot     busybox with USER 1234, as its Dockerfile
 #   nonewprivs  registry.k8s.io/e2e-test-images/nonewprivs  nnp (setuid root) on busybox, as its Dockerfile
+#   glibc-dns-testing  registry.k8s.io/e2e-test-images/glibc-dns-testing  the original is Debian with
+#                                                           dnsutils: busybox plus Debian's glibc `hostname`
+#                                                           (its -f resolves through /etc/hosts as glibc does)
+#                                                           and dash as sh
 #   pause       registry.k8s.io/pause:3.10.2                a second tag of runtime-up's pause image
 #
 #   hack/conformance-images.sh RUNTIME_STATE_DIR
@@ -29,6 +33,7 @@ BUSYBOX="$E2E_REPO/busybox:1.37.0-2"
 AGNHOST=("$E2E_REPO/agnhost:2.66.1" "$E2E_REPO/agnhost:2.55")
 NONROOT="$E2E_REPO/nonroot:1.5"
 NONEWPRIVS="$E2E_REPO/nonewprivs:1.4"
+GLIBC_DNS="$E2E_REPO/glibc-dns-testing:2.1.1"
 PAUSE_FROM="registry.k8s.io/pause:3.10"
 PAUSE_TO="registry.k8s.io/pause:3.10.2"
 
@@ -45,7 +50,7 @@ if missing "$PAUSE_TO"; then
   ctr_rt images tag --force "$PAUSE_FROM" "$PAUSE_TO" >/dev/null || die "tagging $PAUSE_TO failed"
 fi
 
-if ! missing "$BUSYBOX" "${AGNHOST[@]}" "$NONROOT" "$NONEWPRIVS"; then
+if ! missing "$BUSYBOX" "${AGNHOST[@]}" "$NONROOT" "$NONEWPRIVS" "$GLIBC_DNS"; then
   log "conformance images already present"
   exit 0
 fi
@@ -57,7 +62,7 @@ fi
   || die "building hack/mkimage failed"
 MODDIR="$(cd "$NODELET_ROOT/tools" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)"
 ensure_packages curl netcat-openbsd
-KEY="$(cat "$TOOLS_BIN/agnhost" "$TOOLS_BIN/nnp" "$(readlink -f /bin/busybox)" /usr/bin/curl "$(readlink -f /bin/nc.openbsd)" "$NODELET_ROOT/hack/lib.sh" \
+KEY="$(cat "$TOOLS_BIN/agnhost" "$TOOLS_BIN/nnp" "$(readlink -f /bin/busybox)" /bin/hostname /usr/bin/curl "$(readlink -f /bin/nc.openbsd)" "$NODELET_ROOT/hack/lib.sh" \
   "$NODELET_ROOT/hack/mkimage/main.go" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 
 # image NAME BUILDER: builds (unless cached) and imports one archive; BUILDER ROOT OUT makes it.
@@ -139,7 +144,23 @@ build_nonewprivs() { # ROOT OUT
   mk --out "$2" --name "$NONEWPRIVS" --root "$1" --cmd '["nnp"]' "${BUSYBOX_LINKS[@]}"
 }
 
+build_glibc_dns() { # ROOT OUT
+  busybox_root "$1"
+  copy_with_libs "$1" /bin/hostname /bin/dash
+  # As in agnhost: busybox's sh would run its own hostname applet whatever PATH says; dash finds glibc's.
+  local links=() i
+  for ((i = 0; i < ${#BUSYBOX_LINKS[@]}; i += 2)); do
+    case "${BUSYBOX_LINKS[i + 1]}" in
+      /bin/sh=* | /bin/hostname=*) ;;
+      *) links+=("${BUSYBOX_LINKS[i]}" "${BUSYBOX_LINKS[i + 1]}") ;;
+    esac
+  done
+  mk --out "$2" --name "$GLIBC_DNS" --root "$1" --cmd '["sh"]' "${links[@]}" \
+    --symlink "/bin/sh=$(readlink -f /bin/dash)"
+}
+
 missing "$BUSYBOX" && image busybox build_busybox
+missing "$GLIBC_DNS" && image glibc-dns build_glibc_dns
 missing "${AGNHOST[@]}" && image agnhost build_agnhost
 missing "$NONROOT" && image nonroot build_nonroot
 missing "$NONEWPRIVS" && image nonewprivs build_nonewprivs

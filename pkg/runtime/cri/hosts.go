@@ -39,7 +39,18 @@ func HostsFilePath(rootDir string, uid types.UID) string {
 // cut to one DNS label) and, with a subdomain, its domain
 // <subdomain>.<namespace>.svc.<clusterDomain>. A hostname or subdomain
 // that is no DNS label is an error, as upstream's.
+//
+// spec.hostnameOverride, when set, is the hostname as given (a DNS
+// subdomain, cut to what a kernel hostname may hold) and the pod has no
+// domain, as upstream: it replaces hostname and subdomain.
 func PodHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostName, domain string, err error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) > 0 {
+			return "", "", fmt.Errorf("pod hostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, "; "))
+		}
+		host, err := cutHostname(pod.Name, *o)
+		return host, "", err
+	}
 	hostName = pod.Name
 	if h := pod.Spec.Hostname; h != "" {
 		if msgs := validation.IsDNS1123Label(h); len(msgs) > 0 {
@@ -47,13 +58,8 @@ func PodHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostName, domain s
 		}
 		hostName = h
 	}
-	// A pod name may be a 253-character subdomain; a hostname is one
-	// label: at most 63 characters, not ending in '-' or '.'.
-	if len(hostName) > validation.DNS1123LabelMaxLength {
-		hostName = strings.TrimRight(hostName[:validation.DNS1123LabelMaxLength], "-.")
-		if hostName == "" {
-			return "", "", fmt.Errorf("pod name %q cannot be cut to a hostname", pod.Name)
-		}
+	if hostName, err = cutHostname(pod.Name, hostName); err != nil {
+		return "", "", err
 	}
 	if sub := pod.Spec.Subdomain; sub != "" {
 		if msgs := validation.IsDNS1123Label(sub); len(msgs) > 0 {
@@ -63,6 +69,20 @@ func PodHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostName, domain s
 		domain = fmt.Sprintf("%s.%s.svc.%s", sub, pod.Namespace, clusterDomain)
 	}
 	return hostName, domain, nil
+}
+
+// cutHostname cuts a hostname to the 63 characters of a DNS label: a pod
+// name or hostnameOverride may be a 253-character subdomain, a kernel
+// hostname may not. The cut may not end in '-' or '.'.
+func cutHostname(podName, host string) (string, error) {
+	if len(host) <= validation.DNS1123LabelMaxLength {
+		return host, nil
+	}
+	cut := strings.TrimRight(host[:validation.DNS1123LabelMaxLength], "-.")
+	if cut == "" {
+		return "", fmt.Errorf("pod %q: hostname %q cannot be cut to a hostname", podName, host)
+	}
+	return cut, nil
 }
 
 // kernelHostname is the hostname a pod-network sandbox gets: the pod's

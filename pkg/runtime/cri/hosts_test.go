@@ -82,6 +82,13 @@ func TestKernelHostname(t *testing.T) {
 			wantErr: "longer than the 64"},
 		{name: "hostname with a dot", podName: "web", spec: v1.PodSpec{Hostname: "a.b"}, wantErr: `pod hostname "a.b" is not a valid DNS label`},
 		{name: "subdomain upper case", podName: "web", spec: v1.PodSpec{Subdomain: "DB"}, wantErr: `pod subdomain "DB"`},
+		{name: "hostnameOverride replaces hostname and subdomain", podName: "web",
+			spec: v1.PodSpec{Hostname: "custom", Subdomain: "db", SetHostnameAsFQDN: ptr(true), HostnameOverride: ptr("override.example.host")},
+			want: "override.example.host"},
+		{name: "long hostnameOverride cut to a label", podName: "web", spec: v1.PodSpec{HostnameOverride: ptr(strings.Repeat("o", 62) + ".x")},
+			want: strings.Repeat("o", 62)},
+		{name: "hostnameOverride no subdomain", podName: "web", spec: v1.PodSpec{HostnameOverride: ptr("Bad_Name")},
+			wantErr: `pod hostnameOverride "Bad_Name" is not a valid DNS subdomain`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
