@@ -137,11 +137,26 @@ func openBeneath(dirfd int, path string, perm uint32) (int, error) {
 	for i, name := range parts {
 		next, err := openat2Beneath(dirfd, strings.Join(parts[:i+1], "/"))
 		if errors.Is(err, unix.ENOENT) {
-			if err := unix.Mkdirat(parent, name, perm); err != nil && !errors.Is(err, unix.EEXIST) {
-				unix.Close(parent)
-				return -1, fmt.Errorf("subPath %q: create %q: %w", path, name, err)
+			created := true
+			if err := unix.Mkdirat(parent, name, perm); err != nil {
+				if !errors.Is(err, unix.EEXIST) {
+					unix.Close(parent)
+					return -1, fmt.Errorf("subPath %q: create %q: %w", path, name, err)
+				}
+				created = false
 			}
 			next, err = openat2Beneath(dirfd, strings.Join(parts[:i+1], "/"))
+			// mkdir's mode went through nodelet's umask; the directory gets the
+			// volume's mode (g+rwx for an fsGroup), as upstream. Changed through
+			// the descriptor just opened beneath the volume, never by name: a
+			// symlink swapped in meanwhile cannot redirect the chmod.
+			if err == nil && created {
+				if cerr := unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", next), perm, 0); cerr != nil {
+					unix.Close(parent)
+					unix.Close(next)
+					return -1, fmt.Errorf("subPath %q: set mode of %q: %w", path, name, cerr)
+				}
+			}
 		}
 		unix.Close(parent)
 		if err != nil {

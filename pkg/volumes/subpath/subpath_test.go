@@ -98,8 +98,26 @@ func TestOpenBeneath(t *testing.T) {
 		t.Error("a directory was created outside the volume")
 	}
 	fi, err := os.Stat(filepath.Join(vol, "new/dir/made"))
-	if err != nil || fi.Mode().Perm() != 0o755&^umask() {
+	if err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("created subPath: %v %v", fi, err)
+	}
+	// A missing subPath gets the volume's mode whatever the umask: an
+	// fsGroup volume's g+rwx and setgid (conformance: "nonexistent volume
+	// subPath should have the correct mode and owner using FSGroup").
+	fd, err := openBeneath(dirfd, "wide/open", 0o2777)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	for _, p := range []string{"wide", "wide/open"} {
+		fi, err := os.Stat(filepath.Join(vol, p))
+		if err != nil || fi.Mode()&(os.ModePerm|os.ModeSetgid) != 0o777|os.ModeSetgid {
+			t.Errorf("created %s: %v %v, want drwxrwxrwx with setgid", p, fi, err)
+		}
+	}
+	// What existed keeps its mode.
+	if fi, err := os.Stat(filepath.Join(vol, "data")); err != nil || fi.Mode().Perm() != 0o755&^umask() {
+		t.Errorf("existing dir: %v %v", fi, err)
 	}
 }
 
