@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestClusterConfigVolumes(t *testing.T) {
 	// The container reports modes once, then the two values every 100 ms.
 	script := `echo "MODES cm=$(stat -L -c %a /cfg/greeting) blob=$(stat -L -c %a /cfg/data/blob) sec=$(stat -L -c %a /sec/password) down=$(stat -L -c %a /down/name)"
 echo "BLOB $(od -An -tx1 /cfg/data/blob | tr -d ' ')"
-echo "DOWN $(cat /down/name) $(cat /down/labels)"
+echo "DOWN $(cat /down/name) $(cat /down/labels) cpu=$(cat /down/cpu_limit)"
 echo "OPTIONAL $(ls /opt | wc -l)"
 echo "MEM $(df -k /mem | tail -1)"
 touch /cfg/x 2>/dev/null && echo "WRITABLE"
@@ -87,6 +88,8 @@ spec:
         fieldRef: {fieldPath: metadata.name}
       - path: labels
         fieldRef: {fieldPath: metadata.labels}
+      - path: cpu_limit
+        resourceFieldRef: {containerName: app, resource: limits.cpu}
   - name: opt
     secret: {secretName: does-not-exist, optional: true}
   - name: mem
@@ -106,7 +109,7 @@ spec:
 		return strings.Contains(string(b), "NOW cm="), string(b)
 	})
 	for _, want := range []string{
-		"MODES cm=640 blob=600 sec=400 down=644", "BLOB ff0001", `DOWN config-vols app="vols"`,
+		"MODES cm=640 blob=600 sec=400 down=644", "BLOB ff0001", fmt.Sprintf(`DOWN config-vols app="vols" cpu=%d`, goruntime.NumCPU()),
 		"OPTIONAL 0", "8192", "NOW cm=hello-1 sec=pw-1",
 	} {
 		if !logHas(want) {

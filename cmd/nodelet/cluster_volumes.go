@@ -25,6 +25,8 @@ func (c *clusterEnv) volumeProvider(ctx context.Context) podsync.VolumeProvider 
 		Client:  c.client,
 		RootDir: c.opts.RootDir,
 		Pods:    clusterPods{c},
+		// As the environment's resourceFieldRef reads them.
+		NodeAllocatable: nodeAllocatable(c.opts.RootDir),
 		Wake: func(uid types.UID) {
 			if c.resync != nil {
 				c.resync(uid)

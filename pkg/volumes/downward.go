@@ -17,16 +17,19 @@ var downwardFields = []string{
 	"metadata.labels", "metadata.annotations",
 }
 
-// checkDownwardItem fails for an item this package cannot fill.
-func checkDownwardItem(item *v1.DownwardAPIVolumeFile) error {
+// checkDownwardItem fails for an item this package cannot fill for p.
+func checkDownwardItem(p *v1.Pod, item *v1.DownwardAPIVolumeFile) error {
 	switch {
 	case item.FieldRef != nil:
 		if _, _, ok := splitFieldPath(item.FieldRef.FieldPath); !ok {
 			return fmt.Errorf("downwardAPI %q: fieldRef %q %w", item.Path, item.FieldRef.FieldPath, cri.ErrUnsupported)
 		}
 	case item.ResourceFieldRef != nil:
-		// Needs the node's allocatable resources for unset limits.
-		return fmt.Errorf("downwardAPI %q: resourceFieldRef %w", item.Path, cri.ErrUnsupported)
+		// The node's allocatable amounts only change the value, not
+		// whether there is one.
+		if _, err := cri.ResourceFieldValue(p, nil, item.ResourceFieldRef, nil); err != nil {
+			return fmt.Errorf("downwardAPI %q: %w", item.Path, err)
+		}
 	default:
 		return fmt.Errorf("downwardAPI %q: neither fieldRef nor resourceFieldRef", item.Path)
 	}

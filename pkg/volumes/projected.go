@@ -38,7 +38,7 @@ func checkProjected(p *v1.Pod, v *v1.Volume) error {
 			}
 		case s.DownwardAPI != nil:
 			for j := range s.DownwardAPI.Items {
-				if err := checkDownwardItem(&s.DownwardAPI.Items[j]); err != nil {
+				if err := checkDownwardItem(p, &s.DownwardAPI.Items[j]); err != nil {
 					return fmt.Errorf("projected %w", err)
 				}
 			}
@@ -74,6 +74,9 @@ type projector interface {
 	configMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
 	secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 	token(ctx context.Context, pod *v1.Pod, p *v1.ServiceAccountTokenProjection) (string, error)
+	// allocatable is the node's allocatable resources, what a
+	// resourceFieldRef to an unset limit reads.
+	allocatable() v1.ResourceList
 }
 
 // projectedFiles computes the content of a projected volume of pod. Errors
@@ -114,7 +117,7 @@ func projectedFiles(ctx context.Context, pr projector, p *v1.Pod, src *v1.Projec
 		case s.Secret != nil:
 			files, err = secretFiles(ctx, pr, p.Namespace, s.Secret, defMode)
 		case s.DownwardAPI != nil:
-			files, err = downwardFiles(p, s.DownwardAPI.Items, defMode)
+			files, err = downwardFiles(p, s.DownwardAPI.Items, defMode, pr.allocatable())
 		default:
 			err = fmt.Errorf("projected source %s %w", sourceKind(s), cri.ErrUnsupported)
 		}
@@ -196,14 +199,20 @@ func keyFiles(data map[string][]byte, items []v1.KeyToPath, optional bool, defMo
 	return out, nil
 }
 
-func downwardFiles(p *v1.Pod, items []v1.DownwardAPIVolumeFile, defMode int32) (map[string]File, error) {
+func downwardFiles(p *v1.Pod, items []v1.DownwardAPIVolumeFile, defMode int32, allocatable v1.ResourceList) (map[string]File, error) {
 	out := make(map[string]File, len(items))
 	for i := range items {
 		it := &items[i]
-		if err := checkDownwardItem(it); err != nil {
+		if err := checkDownwardItem(p, it); err != nil {
 			return nil, err
 		}
-		val, err := fieldValue(p, it.FieldRef.FieldPath)
+		var val string
+		var err error
+		if it.ResourceFieldRef != nil {
+			val, err = cri.ResourceFieldValue(p, nil, it.ResourceFieldRef, allocatable)
+		} else {
+			val, err = fieldValue(p, it.FieldRef.FieldPath)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("downwardAPI %q: %w", it.Path, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -124,6 +125,11 @@ func (f fakeProjector) token(context.Context, *v1.Pod, *v1.ServiceAccountTokenPr
 	return f.tok, f.tokErr
 }
 
+// allocatable: a node of 4 CPUs and 8 GiB.
+func (fakeProjector) allocatable() v1.ResourceList {
+	return v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")}
+}
+
 // kubeAPIAccess is the volume the ServiceAccount admission plugin adds.
 func kubeAPIAccess() *v1.ProjectedVolumeSource {
 	return &v1.ProjectedVolumeSource{
@@ -148,6 +154,18 @@ func TestProjectedFiles(t *testing.T) {
 		tok:        "TOKEN",
 	}
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u-1"}}
+	withResources := p.DeepCopy()
+	withResources.Spec.Containers = []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{
+		Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")},
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")},
+	}}}
+	resField := func(path, res, divisor string) v1.DownwardAPIVolumeFile {
+		sel := &v1.ResourceFieldSelector{ContainerName: "app", Resource: res}
+		if divisor != "" {
+			sel.Divisor = resource.MustParse(divisor)
+		}
+		return v1.DownwardAPIVolumeFile{Path: path, ResourceFieldRef: sel}
+	}
 	withFSGroup := p.DeepCopy()
 	withFSGroup.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: ptr.To[int64](2000)}
 
@@ -177,6 +195,17 @@ func TestProjectedFiles(t *testing.T) {
 			src: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ConfigMap: &v1.ConfigMapProjection{
 				LocalObjectReference: v1.LocalObjectReference{Name: "absent"}}}}},
 			wantErr: `configmaps "absent" not found`},
+		{name: "resourceFieldRef: limits, requests, node allocatable for an unset limit", pod: withResources, pr: pr,
+			src: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{
+				resField("mem_limit", "limits.memory", "1Mi"), resField("cpu_request", "requests.cpu", "1m"),
+				resField("cpu_limit", "limits.cpu", ""), resField("mem_request", "requests.memory", ""),
+			}}}}},
+			want: map[string]File{"mem_limit": {[]byte("64"), 0o644}, "cpu_request": {[]byte("250"), 0o644},
+				"cpu_limit": {[]byte("4"), 0o644}, "mem_request": {[]byte("0"), 0o644}}},
+		{name: "resourceFieldRef of an unknown container fails", pod: p, pr: pr,
+			src: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{
+				resField("cpu", "limits.cpu", "")}}}}},
+			wantErr: `no container "app" in the pod`},
 		{name: "token failure fails", pod: p, src: kubeAPIAccess(), pr: fakeProjector{tokErr: errors.New("forbidden")}, wantErr: "forbidden"},
 		{name: "same path twice fails", pod: p, pr: pr,
 			src: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
@@ -217,6 +246,8 @@ func TestCheckProjected(t *testing.T) {
 	downwardOnly := &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{DownwardAPI: &v1.DownwardAPIProjection{
 		Items: []v1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}}}
 	vol := func(src v1.VolumeSource) *v1.Volume { return &v1.Volume{Name: "v", VolumeSource: src} }
+	withApp := api.DeepCopy()
+	withApp.Spec.Containers = []v1.Container{{Name: "app"}}
 
 	tests := []struct {
 		name        string
@@ -234,10 +265,17 @@ func TestCheckProjected(t *testing.T) {
 		{name: "cluster trust bundle", pod: api,
 			vol:     vol(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{}}}}}),
 			wantErr: "projected source clusterTrustBundle not supported yet", unsupported: true},
-		{name: "resource field", pod: api,
+		{name: "resource field", pod: withApp,
+			vol: vol(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{DownwardAPI: &v1.DownwardAPIProjection{
+				Items: []v1.DownwardAPIVolumeFile{{Path: "cpu", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.cpu"}}}}}}}})},
+		{name: "resource field without a container name", pod: withApp,
 			vol: vol(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{DownwardAPI: &v1.DownwardAPIProjection{
 				Items: []v1.DownwardAPIVolumeFile{{Path: "cpu", ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}}}}}}}),
-			wantErr: `projected downwardAPI "cpu": resourceFieldRef not supported yet`, unsupported: true},
+			wantErr: `projected downwardAPI "cpu": resourceFieldRef "limits.cpu": no containerName`},
+		{name: "resource field of an unknown resource", pod: withApp,
+			vol: vol(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{DownwardAPI: &v1.DownwardAPIProjection{
+				Items: []v1.DownwardAPIVolumeFile{{Path: "gpu", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.nvidia.com/gpu"}}}}}}}}),
+			wantErr: `projected downwardAPI "gpu": resourceFieldRef "limits.nvidia.com/gpu" not supported yet`, unsupported: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

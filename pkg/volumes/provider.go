@@ -44,6 +44,9 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
+	// NodeAllocatable is what a downward API resourceFieldRef to a limit
+	// the container does not set reads, as in its environment.
+	NodeAllocatable v1.ResourceList
 	// Wake, when set, is called when a config map or secret a pod
 	// references appears or changes, after the pod's volumes were
 	// rewritten: a pod waiting for it (FailedMount, an env var from it)
@@ -68,6 +71,7 @@ type Provider struct {
 	clock   clock.WithTicker
 	tokens  *TokenManager
 	wake    func(types.UID)
+	alloc   v1.ResourceList
 	watcher *objectWatcher
 	// changed holds pods whose referenced objects changed, for Run's
 	// refreshers.
@@ -117,6 +121,7 @@ func NewProvider(opts Options) (*Provider, error) {
 		clock:      opts.Clock,
 		tokens:     NewTokenManager(opts.Client, opts.Clock),
 		wake:       opts.Wake,
+		alloc:      opts.NodeAllocatable,
 		changed:    workqueue.NewTyped[types.UID](),
 		mountTmpfs: mountVolumeTmpfs,
 		tracked:    map[types.UID]*podVolumes{},
@@ -359,6 +364,8 @@ func (p *Provider) secret(ctx context.Context, ns, name string) (*v1.Secret, err
 	}
 	return p.client.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 }
+
+func (p *Provider) allocatable() v1.ResourceList { return p.alloc }
 
 func (p *Provider) token(ctx context.Context, pod *v1.Pod, t *v1.ServiceAccountTokenProjection) (string, error) {
 	return p.tokens.Token(ctx, pod, t)
