@@ -43,7 +43,7 @@ func secretKey(name, key string, optional bool) *v1.EnvVarSource {
 func TestContainerEnv(t *testing.T) {
 	objs := fakeObjects{
 		cms: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{
-			"LEVEL": "debug", "1BAD": "x", "with=eq": "y", "url": "http://$(HOST)"}}},
+			"LEVEL": "debug", "1BAD": "x", "data-1": "z", "with=eq": "y", "url": "http://$(HOST)"}}},
 		secrets: map[string]*v1.Secret{"sec": {Data: map[string][]byte{"PW": []byte("s3cret")}}},
 	}
 	service := map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "HOST": "svc-host"}
@@ -58,7 +58,7 @@ func TestContainerEnv(t *testing.T) {
 	}{
 		{name: "envFrom with prefix, invalid keys skipped, then service vars",
 			from:     []v1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}},
-			want:     "CFG_1BAD=x CFG_LEVEL=debug CFG_url=http://$(HOST) HOST=svc-host KUBERNETES_SERVICE_HOST=10.96.0.1",
+			want:     "CFG_1BAD=x CFG_LEVEL=debug CFG_data-1=z CFG_url=http://$(HOST) HOST=svc-host KUBERNETES_SERVICE_HOST=10.96.0.1",
 			wantWarn: "InvalidEnvironmentVariableNames: Keys [CFG_with=eq] from the EnvFrom configMap ns/cfg were skipped"},
 		{name: "env overrides envFrom in place; expansion sees envFrom and service vars",
 			from: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "sec"}}}},
