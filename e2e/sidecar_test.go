@@ -119,7 +119,8 @@ spec:
 }
 
 // TestInitContainerWaitingStatus: while an init container runs, the
-// containers after it wait with PodInitializing and the Initialized
+// containers after it wait with PodInitializing (started: false, never
+// unset) and the Initialized
 // condition names the init containers not done, as upstream reports them.
 func TestInitContainerWaitingStatus(t *testing.T) {
 	rt := framework.StartRuntime(t)
@@ -148,8 +149,8 @@ spec:
 		return st != nil && st.State.Running != nil
 	})
 	for _, st := range []*v1.ContainerStatus{framework.InitContainerStatus(p, "after"), framework.ContainerStatus(p, "app")} {
-		if st == nil || st.State.Waiting == nil || st.State.Waiting.Reason != "PodInitializing" {
-			t.Errorf("status %+v, want waiting PodInitializing", st)
+		if st == nil || st.State.Waiting == nil || st.State.Waiting.Reason != "PodInitializing" || st.Started == nil || *st.Started {
+			t.Errorf("status %+v, want waiting PodInitializing, started false", st)
 		}
 	}
 	var initialized *v1.PodCondition

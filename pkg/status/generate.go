@@ -158,6 +158,10 @@ func containerStatus(c v1.Container, init bool, in Input) v1.ContainerStatus {
 			reason, msg = waiting.Reason, waiting.Message
 		}
 		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: reason, Message: msg}
+		// Started is always set, as upstream's prober sets it: clients
+		// (the e2e framework among them) dereference it.
+		started := false
+		cs.Started = &started
 		return cs
 	}
 

@@ -224,6 +224,9 @@ func TestGenerateInitContainers(t *testing.T) {
 			if want, ok := tc.wantWait[cs.Name]; ok && (cs.State.Waiting == nil || cs.State.Waiting.Reason != want) {
 				t.Errorf("%s: %s state %+v, want waiting %s", tc.name, cs.Name, cs.State, want)
 			}
+			if cs.Started == nil {
+				t.Errorf("%s: %s has no started", tc.name, cs.Name)
+			}
 		}
 		if c := initCond(s); c.Status != tc.wantInit || c.Message != tc.wantMsg {
 			t.Errorf("%s: Initialized %s %q, want %s %q", tc.name, c.Status, c.Message, tc.wantInit, tc.wantMsg)
