@@ -2,6 +2,7 @@ package security
 
 import (
 	"fmt"
+	"runtime"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -22,13 +23,18 @@ const (
 	// which the API server's validation refuses for API pods; static pods
 	// reach nodelet without it.
 	ReasonProcMount = "ProcMountForbidden"
+	// ReasonOSSelector and ReasonOSNotSupported refuse a pod meant for
+	// another OS (its kubernetes.io/os label, its spec.os).
+	ReasonOSSelector     = "PodOSSelectorNodeLabelDoesNotMatch"
+	ReasonOSNotSupported = "PodOSNotSupported"
 )
 
 // IsAdmissionReason reports whether a pod status reason is one Admit
 // gives: a pod that shows it was refused by a node agent's admission.
 func IsAdmissionReason(reason string) bool {
 	switch reason {
-	case ReasonSysctlForbidden, ReasonAppArmor, ReasonSupplementalGroupsPolicyNotSupported, ReasonProcMount:
+	case ReasonSysctlForbidden, ReasonAppArmor, ReasonSupplementalGroupsPolicyNotSupported, ReasonProcMount,
+		ReasonOSSelector, ReasonOSNotSupported:
 		return true
 	}
 	return false
@@ -71,6 +77,14 @@ func Admit(pod *v1.Pod, node Node) *Rejection {
 			Reason:  ReasonProcMount,
 			Message: fmt.Sprintf("container %q: procMount Unmasked requires `hostUsers: false`", name),
 		}
+	}
+	// The node's kubernetes.io/os label is always this OS (nodelet sets it).
+	if os, ok := pod.Labels[v1.LabelOSStable]; ok && os != runtime.GOOS {
+		return &Rejection{Reason: ReasonOSSelector,
+			Message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
+	}
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
+		return &Rejection{Reason: ReasonOSNotSupported, Message: "Failed to admit pod as the OS field doesn't match node OS"}
 	}
 	return nil
 }

@@ -165,6 +165,14 @@ func TestAdmit(t *testing.T) {
 			p.Spec.HostUsers = ptr.To(false)
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: ptr.To(v1.UnmaskedProcMount)}
 		})},
+		{name: "linux pod", pod: testPod(func(p *v1.Pod) {
+			p.Spec.OS = &v1.PodOS{Name: v1.Linux}
+			p.Labels = map[string]string{v1.LabelOSStable: "linux"}
+		})},
+		{name: "windows pod", pod: testPod(func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.Windows} }),
+			reason: ReasonOSNotSupported, msg: "Failed to admit pod as the OS field doesn't match node OS"},
+		{name: "windows label", pod: testPod(func(p *v1.Pod) { p.Labels = map[string]string{v1.LabelOSStable: "windows"} }),
+			reason: ReasonOSSelector, msg: "`kubernetes.io/os` label doesn't match node label"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Admit(tc.pod, tc.node)
