@@ -17,16 +17,17 @@ var _ podsync.VolumeProvider = (*volumes.Provider)(nil)
 // server (projected service-account tokens, config maps, secrets, downward
 // API), its refresher running until ctx is done. Without a cluster (c is
 // nil) it returns nil, so pods with such volumes fail with a clear reason.
-func (c *clusterEnv) volumeProvider(ctx context.Context) podsync.VolumeProvider {
+// allocatable is what a downward API resourceFieldRef to an unset limit
+// reads.
+func (c *clusterEnv) volumeProvider(ctx context.Context, allocatable v1.ResourceList) podsync.VolumeProvider {
 	if c == nil {
 		return nil
 	}
 	p, err := volumes.NewProvider(volumes.Options{
-		Client:  c.client,
-		RootDir: c.opts.RootDir,
-		Pods:    clusterPods{c},
-		// As the environment's resourceFieldRef reads them.
-		NodeAllocatable: nodeAllocatable(c.opts.RootDir),
+		Client:          c.client,
+		RootDir:         c.opts.RootDir,
+		Pods:            clusterPods{c},
+		NodeAllocatable: allocatable,
 		Wake: func(uid types.UID) {
 			if c.resync != nil {
 				c.resync(uid)

@@ -16,12 +16,12 @@ import (
 
 // withEnvSources adds to cfg what container environments are resolved
 // from: the node's allocatable resources (resourceFieldRef without a
-// limit) and, in cluster mode, config maps and secrets read through the
+// limit, nodeAllocatable) and, in cluster mode, config maps and secrets read through the
 // volume provider, which watches them, and the service variables from a
 // service informer running until ctx is done. volumeProvider must have run
 // before.
-func (c *clusterEnv) withEnvSources(ctx context.Context, rootDir string, cfg cri.ConfigOptions) cri.ConfigOptions {
-	cfg.NodeAllocatable = nodeAllocatable(rootDir)
+func (c *clusterEnv) withEnvSources(ctx context.Context, allocatable v1.ResourceList, cfg cri.ConfigOptions) cri.ConfigOptions {
+	cfg.NodeAllocatable = allocatable
 	if c == nil {
 		return cfg
 	}

@@ -89,9 +89,12 @@ func run(ctx context.Context, opts *options.Options) error {
 	})
 	defer func() { stopProbes(); probes.Wait() }()
 	features := securityFeatures(ctx, client)
-	volumeProvider := cl.volumeProvider(ctx)
+	// What a resourceFieldRef to an unset limit reads, in env vars and
+	// downward API volumes alike.
+	allocatable := nodeAllocatable(opts.RootDir)
+	volumeProvider := cl.volumeProvider(ctx, allocatable)
 	syncer := podsync.New(client, recorder, podsync.Options{
-		Config: cl.withEnvSources(ctx, opts.RootDir, cri.ConfigOptions{
+		Config: cl.withEnvSources(ctx, allocatable, cri.ConfigOptions{
 			PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
 			NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
 			SeccompDefault: opts.SeccompDefault, UserNamespaces: features.userNamespaces,

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
@@ -85,4 +86,44 @@ func formatMap(m map[string]string) string {
 		fmt.Fprintf(&b, "%s=%q", k, m[k])
 	}
 	return b.String()
+}
+
+// hasDownwardAPI reports whether a volume of p has downward API items.
+func hasDownwardAPI(p *v1.Pod) bool {
+	for i := range p.Spec.Volumes {
+		src, ok := asProjection(&p.Spec.Volumes[i])
+		if !ok {
+			continue
+		}
+		for _, s := range src.Sources {
+			if s.DownwardAPI != nil && len(s.DownwardAPI.Items) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// downwardChanged reports whether what the downward API files of a pod
+// show differs between two versions of it: labels and annotations (which
+// may change while it runs) and its containers' resources (an in-place
+// resize). A pod without downward API items never has changes.
+func downwardChanged(old, cur *v1.Pod) bool {
+	if !hasDownwardAPI(cur) {
+		return false
+	}
+	if !apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) ||
+		!apiequality.Semantic.DeepEqual(old.Annotations, cur.Annotations) {
+		return true
+	}
+	oc, cc := cri.AllContainers(old), cri.AllContainers(cur)
+	if len(oc) != len(cc) {
+		return true
+	}
+	for i := range cc {
+		if oc[i].Name != cc[i].Name || !apiequality.Semantic.DeepEqual(oc[i].Resources, cc[i].Resources) {
+			return true
+		}
+	}
+	return false
 }

@@ -149,7 +149,10 @@ func (p *Provider) Check(pod *v1.Pod, v *v1.Volume) error {
 
 // Prepare writes the pod's projected volumes and has the refresher keep
 // them current from now on. For a pod whose volumes are written and whose
-// last refresh worked it does no I/O, so it may be called at every sync.
+// last refresh worked it does no I/O, so it may be called at every sync;
+// unless the pod changed what its downward API files show (a label or an
+// annotation was changed on the running pod): then they are rewritten at
+// once, as every pod update reaches here through its worker's sync.
 func (p *Provider) Prepare(ctx context.Context, pod *v1.Pod) error {
 	if !hasAPIVolumes(pod) {
 		return nil
@@ -160,9 +163,13 @@ func (p *Provider) Prepare(ctx context.Context, pod *v1.Pod) error {
 	if t.pod == nil || t.pod.Generation != pod.Generation || t.pod.ResourceVersion != pod.ResourceVersion {
 		p.watcher.setPod(pod.UID, podRefs(pod))
 	}
+	stale := t.pod != nil && downwardChanged(t.pod, pod)
 	t.pod = pod
-	if t.ready {
+	if t.ready && !stale {
 		return nil
+	}
+	if stale {
+		klog.V(3).InfoS("Pod metadata changed, rewriting its downward API files", "pod", klog.KObj(pod))
 	}
 	err := p.write(ctx, pod)
 	t.ready = err == nil

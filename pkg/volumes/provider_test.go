@@ -254,3 +254,57 @@ func TestProviderRunStopsWithContext(t *testing.T) {
 		t.Error("no token after refresh")
 	}
 }
+
+// A label changed on a running pod reaches its downward API file at the
+// next Prepare (every pod update syncs its worker), not at the resync.
+func TestProviderPrepareRewritesChangedLabels(t *testing.T) {
+	h := newProviderHarness(t)
+	ctx := context.Background()
+	pod := apiAccessPod()
+	pod.Spec.Containers = []v1.Container{{Name: "app"}}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: "podinfo", VolumeSource: v1.VolumeSource{
+		DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+			{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+			{Path: "mem", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.memory"}},
+		}}}})
+	h.pods.set(pod)
+	if err := h.p.Prepare(ctx, pod); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	read := func(file string) string {
+		t.Helper()
+		vol := &pod.Spec.Volumes[len(pod.Spec.Volumes)-1]
+		dir, _ := cri.APIVolumePath(h.root, pod.UID, vol)
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := read("labels"); got != `app="web"` {
+		t.Errorf("labels = %q", got)
+	}
+	// No limit and no allocatable given: 0.
+	if got := read("mem"); got != "0" {
+		t.Errorf("mem = %q", got)
+	}
+
+	updated := pod.DeepCopy()
+	updated.ResourceVersion = "2"
+	updated.Labels["tier"] = "front"
+	if err := h.p.Prepare(ctx, updated); err != nil {
+		t.Fatalf("Prepare after update: %v", err)
+	}
+	if got := read("labels"); got != "app=\"web\"\ntier=\"front\"" {
+		t.Errorf("labels after update = %q", got)
+	}
+
+	// A status-only update writes nothing and calls no API.
+	before := len(h.client.Actions())
+	status := updated.DeepCopy()
+	status.ResourceVersion = "3"
+	status.Status.Phase = v1.PodRunning
+	if err := h.p.Prepare(ctx, status); err != nil || len(h.client.Actions()) != before {
+		t.Errorf("status-only Prepare: %v, %d API calls", err, len(h.client.Actions())-before)
+	}
+}
