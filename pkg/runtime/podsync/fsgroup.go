@@ -30,6 +30,9 @@ func setEmptyDirMode(path string, pod *v1.Pod) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("%s is not a directory", path)
 	}
+	// A tmpfs root is sticky (1777); upstream adds to the mode rather than
+	// replacing it, so a Memory emptyDir with an fsGroup is 3777.
+	mode |= st.Mode & unix.S_ISVTX
 	if gid >= 0 && int(st.Gid) != gid {
 		if err := unix.Lchown(path, -1, gid); err != nil {
 			return fmt.Errorf("fsGroup %d: %w", gid, err)
@@ -41,6 +44,9 @@ func setEmptyDirMode(path string, pod *v1.Pod) error {
 		goMode := os.FileMode(mode & 0o777)
 		if mode&unix.S_ISGID != 0 {
 			goMode |= os.ModeSetgid
+		}
+		if mode&unix.S_ISVTX != 0 {
+			goMode |= os.ModeSticky
 		}
 		if err := os.Chmod(path, goMode); err != nil {
 			return err

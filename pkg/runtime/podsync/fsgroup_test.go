@@ -15,15 +15,23 @@ func TestSetEmptyDirMode(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		fsGroup *int64
+		sticky  bool // a tmpfs root (Memory emptyDir) is 1777
 		want    uint32
 	}{
 		{name: "no fsGroup", want: 0o777},
 		{name: "fsGroup", fsGroup: &gid, want: 0o777 | unix.S_ISGID},
+		{name: "sticky tmpfs root keeps its sticky bit", sticky: true, want: 0o777 | unix.S_ISVTX},
+		{name: "sticky tmpfs root with fsGroup", sticky: true, fsGroup: &gid, want: 0o777 | unix.S_ISGID | unix.S_ISVTX},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "vol")
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				t.Fatal(err)
+			}
+			if tc.sticky {
+				if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+					t.Fatal(err)
+				}
 			}
 			pod := &v1.Pod{}
 			if tc.fsGroup != nil {
