@@ -54,6 +54,9 @@ func Generate(in Input) v1.PodStatus {
 	s := v1.PodStatus{
 		HostIP:   in.HostIP,
 		QOSClass: QOSClass(pod),
+		// The spec generation this status was made from (upstream's
+		// observedGeneration, on the pod and on each of its conditions).
+		ObservedGeneration: pod.Generation,
 	}
 	if in.HostIP != "" {
 		s.HostIPs = []v1.HostIP{{IP: in.HostIP}}
@@ -103,6 +106,7 @@ func Generate(in Input) v1.PodStatus {
 	}
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
+		c.ObservedGeneration = pod.Generation
 		if c.Status == v1.ConditionFalse && c.Reason != "" && c.Message == "" {
 			c.Message = notReadyMessage(s)
 		}

@@ -238,3 +238,19 @@ func TestGenerateInitContainers(t *testing.T) {
 		t.Errorf("no init containers: %+v, want waiting ContainerCreating", s.ContainerStatuses[0].State)
 	}
 }
+
+// TestGenerateObservedGeneration: the status and each of its conditions
+// carry the generation of the spec they were made from.
+func TestGenerateObservedGeneration(t *testing.T) {
+	pod := specPod(v1.RestartPolicyAlways, "a")
+	pod.Generation = 3
+	s := Generate(Input{Pod: pod, Runtime: &runtime.PodStatus{Sandboxes: readySandbox()}, Now: t0})
+	if s.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration %d, want 3", s.ObservedGeneration)
+	}
+	for _, c := range s.Conditions {
+		if c.ObservedGeneration != 3 {
+			t.Errorf("condition %s observedGeneration %d, want 3", c.Type, c.ObservedGeneration)
+		}
+	}
+}
