@@ -26,7 +26,11 @@ const mountFlags = unix.MS_NOSUID | unix.MS_NODEV
 // Options returns the tmpfs mount data for a volume root with mode perm and,
 // when size > 0, a size limit in bytes.
 func Options(perm os.FileMode, size int64) string {
-	o := "mode=" + strconv.FormatUint(uint64(perm.Perm()), 8)
+	mode := uint64(perm.Perm())
+	if perm&os.ModeSticky != 0 {
+		mode |= unix.S_ISVTX
+	}
+	o := "mode=" + strconv.FormatUint(mode, 8)
 	if size > 0 {
 		o += ",size=" + strconv.FormatInt(size, 10)
 	}

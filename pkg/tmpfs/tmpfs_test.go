@@ -13,7 +13,8 @@ func TestOptions(t *testing.T) {
 		want string
 	}{
 		{0o755, 0, "mode=755"},
-		{0o1777, 0, "mode=777"},
+		{0o1777, 0, "mode=777"}, // Go's sticky bit is os.ModeSticky, not 01000
+		{0o777 | os.ModeSticky, 0, "mode=1777"},
 		{0o750, 64 << 20, "mode=750,size=67108864"},
 	} {
 		if got := Options(tc.perm, tc.size); got != tc.want {

@@ -170,7 +170,8 @@ func memoryEmptyDir(path string, sizeLimit *resource.Quantity) error {
 		}
 		size = total
 	}
-	return tmpfs.Ensure(path, 0o777, size)
+	// 1777, a tmpfs's own default and upstream's Memory emptyDir root.
+	return tmpfs.Ensure(path, 0o777|os.ModeSticky, size)
 }
 
 func checkHostPath(path string, typ v1.HostPathType) error {
