@@ -180,7 +180,7 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 			}
 			seen = map[string]int{}
 			for _, e := range list.Items {
-				if e.Source.Component == "nodelet" {
+				if e.Source.Component == "kubelet" && e.Source.Host == framework.NodeName {
 					seen[e.Reason] += int(max(e.Count, 1))
 				}
 			}

@@ -38,6 +38,11 @@ import (
 var version = "v0.1.0-dev"
 
 // run wires nodelet together and blocks until ctx is done.
+// eventSourceComponent is the source of the events nodelet records:
+// upstream's "kubelet", so that what filters on it (kubectl get events
+// --field-selector source=kubelet, dashboards, the e2e suite) finds them.
+const eventSourceComponent = "kubelet"
+
 func run(ctx context.Context, opts *options.Options) error {
 	nodeName := opts.Hostname
 	hostIP, err := nodeIP(opts)
@@ -72,7 +77,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	// Events of a static pod are filed under its mirror pod, where kubectl
 	// describe looks for them.
 	pods := pod.NewManager()
-	recorder := mirror.NewEventRecorder(broadcaster.NewRecorder(kube.Scheme, v1.EventSource{Component: "nodelet", Host: nodeName}), pods)
+	recorder := mirror.NewEventRecorder(broadcaster.NewRecorder(kube.Scheme, v1.EventSource{Component: eventSourceComponent, Host: nodeName}), pods)
 	nodeRef := &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
 
 	registry := prometheus.NewRegistry()
