@@ -77,6 +77,7 @@ func Generate(in Input) v1.PodStatus {
 
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, true, in)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, false, in)
+	s.EphemeralContainerStatuses = ephemeralStatuses(pod)
 	limitTerminationMessages(pod, &s)
 	s.Phase = phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Killed {
@@ -121,6 +122,30 @@ const (
 	reasonContainerCreating = "ContainerCreating"
 	reasonPodInitializing   = "PodInitializing"
 )
+
+// ReasonEphemeralNotSupported is the waiting reason of every ephemeral
+// container (kubectl debug): nodelet does not run them yet, and says so in
+// the pod's status rather than leaving them silently never started.
+const ReasonEphemeralNotSupported = "EphemeralContainersNotSupported"
+
+func ephemeralStatuses(pod *v1.Pod) []v1.ContainerStatus {
+	if len(pod.Spec.EphemeralContainers) == 0 {
+		return nil
+	}
+	out := make([]v1.ContainerStatus, 0, len(pod.Spec.EphemeralContainers))
+	for _, c := range pod.Spec.EphemeralContainers {
+		out = append(out, v1.ContainerStatus{
+			Name:    c.Name,
+			Image:   c.Image,
+			Started: new(bool),
+			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{
+				Reason:  ReasonEphemeralNotSupported,
+				Message: "nodelet does not run ephemeral containers (kubectl debug) yet",
+			}},
+		})
+	}
+	return out
+}
 
 func containerStatuses(specs []v1.Container, init bool, in Input) []v1.ContainerStatus {
 	if len(specs) == 0 {

@@ -254,3 +254,21 @@ func TestGenerateObservedGeneration(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateEphemeralRefused: ephemeral containers are never run, and the
+// status says why instead of leaving them out.
+func TestGenerateEphemeralRefused(t *testing.T) {
+	pod := specPod(v1.RestartPolicyAlways, "a")
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox"}}}
+	s := Generate(Input{Pod: pod, Runtime: &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("a", 0)}, Sandboxes: readySandbox()}, Now: t0})
+	if len(s.EphemeralContainerStatuses) != 1 {
+		t.Fatalf("ephemeral statuses %+v", s.EphemeralContainerStatuses)
+	}
+	es := s.EphemeralContainerStatuses[0]
+	if es.Name != "debugger" || es.State.Waiting == nil || es.State.Waiting.Reason != ReasonEphemeralNotSupported || es.Started == nil || *es.Started {
+		t.Errorf("ephemeral status %+v", es)
+	}
+	if s.Phase != v1.PodRunning {
+		t.Errorf("phase %s: an ephemeral container must not change the pod's phase", s.Phase)
+	}
+}
