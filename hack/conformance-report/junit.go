@@ -85,6 +85,9 @@ func loadRuns(dirs string) (Run, error) {
 		}
 		prev, _ := strconv.Atoi(out.Env["RERUN_SPECS"])
 		out.Env["RERUN_SPECS"] = strconv.Itoa(prev + n)
+		if c := r.Env["COMMIT"]; c != "" && !strings.Contains(out.Env["RERUN_COMMITS"], c) {
+			out.Env["RERUN_COMMITS"] = strings.TrimPrefix(out.Env["RERUN_COMMITS"]+", "+c, ", ")
+		}
 	}
 	if out.Specs == nil {
 		out = Run{Env: map[string]string{}, Specs: map[string]Outcome{}}

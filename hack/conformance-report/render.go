@@ -56,7 +56,8 @@ func render(c Comparison, reasons []reason, now time.Time) string {
 		run  Run
 	}{{"nodelet", c.Nodelet}, {"upstream kubelet", c.Upstream}} {
 		if n := a.run.Env["RERUN_SPECS"]; n != "" && n != "0" {
-			fmt.Fprintf(&b, "\nThe %s results of %s specs come from a re-run after a harness fix (same harness, same commit).\n", a.name, n)
+			fmt.Fprintf(&b, "\nThe %s results of %s specs come from a re-run on the same harness (commit %s), after fixes to the harness or the agent; the full run's wall time above is the first run's.\n",
+				a.name, n, or(a.run.Env["RERUN_COMMITS"]))
 		}
 	}
 	fmt.Fprintf(&b, "\n%d specs selected in all. \"not run\": absent from that agent's report (the run was cut short or did not reach it).\n", len(c.Rows))
