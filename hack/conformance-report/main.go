@@ -25,6 +25,7 @@ func main() {
 	flag.StringVar(&o.UpstreamDir, "upstream", "_output/conformance/upstream", "report dir(s) of the upstream kubelet run, as --nodelet")
 	flag.StringVar(&o.Out, "out", "docs/CONFORMANCE.md", "document to write")
 	flag.StringVar(&o.Reasons, "reasons", "hack/conformance-reasons.txt", "known reasons for specs that fail for both agents (REGEXP<TAB>reason lines)")
+	flag.StringVar(&o.Notes, "notes", "hack/conformance-notes.md", "hand-written notes on the current runs, placed after the totals (a missing file means none)")
 	flag.StringVar(&o.Focus, "focus", `\[NodeConformance\]`, "focus regexp of the selection (as given to conformance.sh)")
 	flag.StringVar(&o.Skip, "skip", `\[Serial\]|\[Slow\]|\[Disruptive\]|\[Flaky\]|\[Feature:|\[FeatureGate:`, "skip regexp of the selection")
 	flag.Parse()
@@ -35,7 +36,7 @@ func main() {
 }
 
 type options struct {
-	NodeletDir, UpstreamDir, Out, Reasons, Focus, Skip string
+	NodeletDir, UpstreamDir, Out, Reasons, Notes, Focus, Skip string
 }
 
 func run(o options) error {
@@ -59,8 +60,12 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	notes, err := os.ReadFile(o.Notes)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("--notes: %w", err)
+	}
 	doc := render(compare(nodelet, upstream, func(name string) bool {
 		return focus.MatchString(name) && !skip.MatchString(name)
-	}), reasons, time.Now().UTC())
+	}), reasons, string(notes), time.Now().UTC())
 	return os.WriteFile(o.Out, []byte(doc), 0o644)
 }

@@ -29,7 +29,7 @@ there once nodelet passes it. Known reasons for specs that fail for both agents 
 hack/conformance-reasons.txt.
 `
 
-func render(c Comparison, reasons []reason, now time.Time) string {
+func render(c Comparison, reasons []reason, notes string, now time.Time) string {
 	var b strings.Builder
 	b.WriteString(header)
 	fmt.Fprintf(&b, "\nGenerated %s.\n\n", now.Format("2006-01-02 15:04 UTC"))
@@ -61,6 +61,9 @@ func render(c Comparison, reasons []reason, now time.Time) string {
 		}
 	}
 	fmt.Fprintf(&b, "\n%d specs selected in all. \"not run\": absent from that agent's report (the run was cut short or did not reach it).\n", len(c.Rows))
+	if notes = strings.TrimSpace(notes); notes != "" {
+		b.WriteString("\n## Notes on these runs\n\n" + notes + "\n")
+	}
 
 	b.WriteString("\n## Fail for both agents\n\nThese are limits of this machine or harness, not of nodelet.\n\n")
 	both := 0

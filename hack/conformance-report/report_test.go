@@ -82,11 +82,12 @@ func TestLoadCompareRender(t *testing.T) {
 	if len(c.Rows) != 2 {
 		t.Fatalf("rows = %+v, want 2 selected", c.Rows)
 	}
-	doc := render(c, nil, time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
+	doc := render(c, nil, "a note", time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
 	for _, want := range []string{
 		"| nodelet | 1 | 1 | 0 | 0 | 2m05s |",
 		"| upstream kubelet v1.37.2 | - |",
 		"| [sig-storage] ConfigMap should be consumable [NodeConformance] | #11 config | expected pod to succeed |",
+		"## Notes on these runs\n\na note\n",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("document lacks %q:\n%s", want, doc)
