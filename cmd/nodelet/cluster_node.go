@@ -1,19 +1,29 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"k8s.io/client-go/tools/record"
+
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/node"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
-// nodeRunner registers the Node and keeps its status and Lease fresh. It
-// runs beside everything else: nothing waits for it, and it retries on its
-// own while the API server is unreachable.
-func (c *clusterEnv) nodeRunner() (func(context.Context), error) {
+// nodeHost is what the Node's status reports of this host besides its
+// static facts.
+type nodeHost struct {
+	runtime        *cri.Client
+	diskPressure   func() bool
+	runtimeHealthy func() error
+}
+
+// nodeController registers the Node and keeps its status and Lease fresh.
+// It runs beside everything else: nothing waits for it, and it retries on
+// its own while the API server is unreachable.
+func (c *cluster) nodeController(h nodeHost, recorder record.EventRecorder) (*node.Controller, error) {
 	ips := []string{c.hostIP}
 	for _, ip := range c.opts.NodeIPs() {
 		if s := ip.String(); s != c.hostIP {
@@ -27,10 +37,7 @@ func (c *clusterEnv) nodeRunner() (func(context.Context), error) {
 	if f := c.opts.NodeStatusUpdateFrequency; f != node.DefaultStatusUpdateFrequency {
 		report = f
 	}
-	host := node.HostConfig{RootDir: c.opts.RootDir, DiskPressure: c.diskPressure, RuntimeHealthy: c.runtimeHealthy}
-	if c.cri != nil {
-		host.Runtime = c.cri
-	}
+	host := node.HostConfig{RootDir: c.opts.RootDir, DiskPressure: h.diskPressure, RuntimeHealthy: h.runtimeHealthy, Runtime: h.runtime}
 	heartbeat, err := c.heartbeatClient()
 	if err != nil {
 		return nil, err
@@ -48,18 +55,18 @@ func (c *clusterEnv) nodeRunner() (func(context.Context), error) {
 		MaxPods:               c.opts.MaxPods,
 		KubeletPort:           int32(c.opts.Port),
 		Version:               version,
-	}, node.Clients{Client: c.client, Heartbeat: heartbeat}, node.NewHostFacts(host), c.recorder)
+	}, node.Clients{Client: c.client, Heartbeat: heartbeat}, node.NewHostFacts(host), recorder)
 	if err != nil {
 		return nil, err
 	}
-	return ctrl.Run, nil
+	return ctrl, nil
 }
 
 // heartbeatClient is a client for the node status and Lease without a
 // client-side rate limit, as upstream's heartbeat client: a burst of pod
 // traffic on the shared client must not delay the heartbeat until the node
 // looks dead. pkg/node bounds each of its calls with a deadline.
-func (c *clusterEnv) heartbeatClient() (kube.Interface, error) {
+func (c *cluster) heartbeatClient() (kube.Interface, error) {
 	return c.ownClient("heartbeat", -1, 0) // no rate limiter
 }
 
@@ -68,12 +75,12 @@ func (c *clusterEnv) heartbeatClient() (kube.Interface, error) {
 // through garbage tokens (each one a review) then waits on its own budget
 // instead of starving pod status and mirror pod traffic on the shared
 // client.
-func (c *clusterEnv) reviewClient() (kube.Interface, error) {
+func (c *cluster) reviewClient() (kube.Interface, error) {
 	return c.ownClient("review", 50, 100)
 }
 
 // ownClient is an API client with its own rate limiter (qps < 0: none).
-func (c *clusterEnv) ownClient(purpose string, qps float32, burst int) (kube.Interface, error) {
+func (c *cluster) ownClient(purpose string, qps float32, burst int) (kube.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.opts.KubeconfigPath)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig %s: %w", c.opts.KubeconfigPath, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -9,30 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
-	"github.com/nodelet/nodelet/pkg/servicenv"
 	"github.com/nodelet/nodelet/pkg/tmpfs"
 )
-
-// withEnvSources adds to cfg what container environments are resolved
-// from: the node's allocatable resources (resourceFieldRef without a
-// limit; nodeAllocatable, shared with the volume provider) and, in cluster
-// mode, config maps and secrets read through the volume provider, which
-// watches them, and the service variables from a service informer running
-// until ctx is done. volumeProvider must have run before.
-func (c *clusterEnv) withEnvSources(ctx context.Context, allocatable v1.ResourceList, cfg cri.ConfigOptions) cri.ConfigOptions {
-	cfg.NodeAllocatable = allocatable
-	if c == nil {
-		return cfg
-	}
-	if c.volumes != nil {
-		cfg.Objects = c.volumes
-	}
-	services := servicenv.NewSource(c.client)
-	go services.Run(ctx)
-	cfg.ServiceEnv = services.PodVars
-	return cfg
-}
 
 // nodeAllocatable is what a container may use at most when it sets no
 // limit: every CPU, all memory and the root dir's filesystem (nodelet

@@ -13,7 +13,6 @@ import (
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
-	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 	"github.com/nodelet/nodelet/pkg/security"
 )
 
@@ -67,13 +66,4 @@ func (r runtimeClasses) RuntimeHandler(ctx context.Context, name string) (string
 		return "", fmt.Errorf("failed to lookup RuntimeClass %s: %w", name, err)
 	}
 	return rc.Handler, nil
-}
-
-// runtimeClassLookup is nil standalone: pods naming a RuntimeClass are
-// then refused.
-func (c *clusterEnv) runtimeClassLookup() podsync.RuntimeClasses {
-	if c == nil {
-		return nil
-	}
-	return runtimeClasses{c.client}
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -13,13 +12,6 @@ import (
 
 // AdmitFunc decides whether a pod may run on this node; nil admits it.
 type AdmitFunc func(pod *v1.Pod) *security.Rejection
-
-// SetAdmission makes the agent check pods before they first run. A refused
-// pod never runs: it is given the Failed phase with the refusal's reason,
-// as upstream's admission does, and an event. Call before Run.
-func (a *Agent) SetAdmission(admit AdmitFunc, recorder record.EventRecorder) {
-	a.admit, a.recorder = admit, recorder
-}
 
 // admitted reports whether p may run. Pods are checked when they arrive
 // (created); a refused pod stays refused until it leaves the node, however

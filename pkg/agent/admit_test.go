@@ -24,15 +24,15 @@ func TestAdmissionRefusesPod(t *testing.T) {
 	defer cancel()
 	rt := newFakeRuntime()
 	updates := make(chan config.PodUpdate, 10)
-	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan pleg.Change)},
-		updates, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
 	events := record.NewFakeRecorder(10)
-	a.SetAdmission(func(p *v1.Pod) *security.Rejection {
+	admit := func(p *v1.Pod) *security.Rejection {
 		if p.Name == "bad" {
 			return &security.Rejection{Reason: "SysctlForbidden", Message: `forbidden sysctl: "vm.swappiness" not allowlisted`}
 		}
 		return nil
-	}, events)
+	}
+	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour}, Deps{Runtime: rt, Relister: &fakeRelister{changed: make(chan pleg.Change)}, Updates: updates, Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
+		Admit: admit, Recorder: events})
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
 
@@ -66,8 +66,8 @@ func TestAdmissionRefusesPod(t *testing.T) {
 }
 
 func TestRefusedBeforeStaysRefused(t *testing.T) {
-	a := New(Config{}, newFakeRuntime(), &fakeRelister{}, nil, sets.New(pod.ApiserverSource), pod.NewManager(), status.NewCache())
-	a.SetAdmission(func(*v1.Pod) *security.Rejection { return nil }, nil)
+	a := mustNew(t, Config{}, Deps{Runtime: newFakeRuntime(), Relister: &fakeRelister{}, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.ApiserverSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
+		Admit: func(*v1.Pod) *security.Rejection { return nil }})
 	p := staticPod("was-refused")
 	p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "AppArmor", Message: "Pod was rejected: Cannot enforce AppArmor"}
 	if a.admitted(p, true) {
@@ -93,8 +93,7 @@ func TestFinishedAPIPodNotRunAgain(t *testing.T) {
 	defer cancel()
 	rt := newFakeRuntime()
 	updates := make(chan config.PodUpdate, 10)
-	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan pleg.Change)},
-		updates, sets.New(pod.ApiserverSource), pod.NewManager(), status.NewCache())
+	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour}, Deps{Runtime: rt, Relister: &fakeRelister{changed: make(chan pleg.Change)}, Updates: updates, Sources: sets.New(pod.ApiserverSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
 
@@ -130,9 +129,8 @@ func TestAdmissionStopsWhatRunsOfARefusedPod(t *testing.T) {
 	relister := &fakeRelister{changed: make(chan pleg.Change), snapshot: []*runtime.Pod{{
 		UID: "bad", Source: pod.FileSource, Sandboxes: []runtime.SandboxRef{{ID: "sb", State: runtime.SandboxStateReady}}}}}
 	updates := make(chan config.PodUpdate, 10)
-	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, relister,
-		updates, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
-	a.SetAdmission(func(*v1.Pod) *security.Rejection { return &security.Rejection{Reason: "AppArmor", Message: "no"} }, nil)
+	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour}, Deps{Runtime: rt, Relister: relister, Updates: updates, Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
+		Admit: func(*v1.Pod) *security.Rejection { return &security.Rejection{Reason: "AppArmor", Message: "no"} }})
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad")}}

@@ -7,6 +7,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -72,6 +73,34 @@ type Config struct {
 	RootDir string
 }
 
+// Deps are what the agent is built from. Runtime, Relister, Updates, Pods
+// and Statuses are required; the rest are optional parts.
+type Deps struct {
+	Runtime  PodRuntime
+	Relister Relister
+	// Updates are the merged pod updates of Sources, the names registered
+	// with the merger.
+	Updates  <-chan config.PodUpdate
+	Sources  sets.Set[string]
+	Pods     *pod.Manager
+	Statuses *status.Cache
+
+	// Wakeups carries sync requests from other goroutines (nil: none come).
+	Wakeups *Wakeups
+	// Prober runs the containers' probes (nil: no probes run).
+	Prober Prober
+	// Admit checks new pods before they first run (nil: all admitted). A
+	// refused pod never runs: it is given the Failed phase with the
+	// refusal's reason, as upstream's admission does, and an event on
+	// Recorder.
+	Admit    AdmitFunc
+	Recorder record.EventRecorder
+	// Housekeeper adds container garbage collection to housekeeping.
+	Housekeeper Housekeeper
+	// Cluster makes the agent a cluster member (nil: standalone).
+	Cluster Cluster
+}
+
 // Agent owns the sync loop.
 type Agent struct {
 	cfg      Config
@@ -82,6 +111,7 @@ type Agent struct {
 	gc       Housekeeper
 	cluster  Cluster // nil when standalone
 	prober   Prober  // nil: no probes run
+	wakeups  *Wakeups
 
 	pods     *pod.Manager
 	statuses *status.Cache
@@ -89,7 +119,8 @@ type Agent struct {
 	killer   *worker.Killer
 
 	// admit checks new pods (nil: all admitted); rejected are the UIDs of
-	// the pods it refused, which never run. Sync loop goroutine only.
+	// the pods it refused, which never run. Sync loop goroutine only:
+	// other goroutines reach the loop through wakeups.
 	admit    AdmitFunc
 	recorder record.EventRecorder
 	rejected sets.Set[types.UID]
@@ -105,21 +136,37 @@ type Agent struct {
 	seen sets.Set[string] // sources whose first update the loop has processed
 }
 
-// New builds an agent. sources are the names registered with the merger whose
-// updates arrive on updates.
-func New(cfg Config, rt PodRuntime, relister Relister, updates <-chan config.PodUpdate, sources sets.Set[string], pods *pod.Manager, statuses *status.Cache) *Agent {
+// New builds an agent; nothing of it runs before Run.
+func New(cfg Config, deps Deps) (*Agent, error) {
+	switch {
+	case deps.Runtime == nil:
+		return nil, errors.New("agent: no pod runtime")
+	case deps.Relister == nil:
+		return nil, errors.New("agent: no relister")
+	case deps.Updates == nil:
+		return nil, errors.New("agent: no pod updates channel")
+	case deps.Pods == nil:
+		return nil, errors.New("agent: no pod manager")
+	case deps.Statuses == nil:
+		return nil, errors.New("agent: no status cache")
+	}
 	if cfg.HousekeepingPeriod <= 0 {
 		cfg.HousekeepingPeriod = 2 * time.Second
 	}
-	return &Agent{
-		cfg: cfg, rt: rt, relister: relister, updates: updates, sources: sources,
-		pods: pods, statuses: statuses, seen: sets.New[string](), rejected: sets.New[types.UID](),
-		slowFirstSync: defaultSlowFirstSync,
+	if deps.Sources == nil {
+		deps.Sources = sets.New[string]()
 	}
+	if deps.Wakeups == nil {
+		deps.Wakeups = NewWakeups()
+	}
+	return &Agent{
+		cfg: cfg, rt: deps.Runtime, relister: deps.Relister, updates: deps.Updates, sources: deps.Sources,
+		gc: deps.Housekeeper, cluster: deps.Cluster, prober: deps.Prober, wakeups: deps.Wakeups,
+		admit: deps.Admit, recorder: deps.Recorder,
+		pods: deps.Pods, statuses: deps.Statuses, seen: sets.New[string](), rejected: sets.New[types.UID](),
+		slowFirstSync: defaultSlowFirstSync,
+	}, nil
 }
-
-// SetHousekeeper adds container garbage collection to housekeeping.
-func (a *Agent) SetHousekeeper(h Housekeeper) { a.gc = h }
 
 // Run runs the loop until ctx is done, then waits for the workers to stop.
 // Containers keep running when nodelet stops: the next nodelet adopts them.
@@ -144,6 +191,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-a.wakeups.Ready():
+			a.handleWakeups()
 		case u, ok := <-a.updates:
 			if !ok {
 				return nil

@@ -124,6 +124,16 @@ func staticPod(uid string) *v1.Pod {
 	}
 }
 
+// mustNew builds an agent for a test.
+func mustNew(t *testing.T, cfg Config, deps Deps) *Agent {
+	t.Helper()
+	a, err := New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -140,8 +150,7 @@ func TestAgentRunsAndRemovesPods(t *testing.T) {
 	defer cancel()
 	rt := newFakeRuntime()
 	updates := make(chan config.PodUpdate, 10)
-	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan pleg.Change)},
-		updates, sets.New(pod.FileSource, pod.HTTPSource), pod.NewManager(), status.NewCache())
+	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour}, Deps{Runtime: rt, Relister: &fakeRelister{changed: make(chan pleg.Change)}, Updates: updates, Sources: sets.New(pod.FileSource, pod.HTTPSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
 
@@ -169,7 +178,7 @@ func TestAgentRunsAndRemovesPods(t *testing.T) {
 }
 
 func TestLeftovers(t *testing.T) {
-	a := New(Config{}, newFakeRuntime(), &fakeRelister{}, nil, sets.New(pod.FileSource, pod.ApiserverSource), pod.NewManager(), status.NewCache())
+	a := mustNew(t, Config{}, Deps{Runtime: newFakeRuntime(), Relister: &fakeRelister{}, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.FileSource, pod.ApiserverSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a.workers = worker.New(ctx, func(context.Context, worker.Work) worker.Result { return worker.Result{} }, worker.Options{})
@@ -210,7 +219,7 @@ func TestLeftovers(t *testing.T) {
 // started does not sync the pod again; one showing a change does.
 func TestRelistEventsAlreadyObserved(t *testing.T) {
 	rt := newFakeRuntime()
-	a := New(Config{}, rt, &fakeRelister{}, nil, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+	a := mustNew(t, Config{}, Deps{Runtime: rt, Relister: &fakeRelister{}, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
 	ctx := context.Background()
 	p := staticPod("a")
 	later := time.Now().Add(time.Hour)
@@ -265,7 +274,7 @@ func TestCreateOfPodNewToTheRuntime(t *testing.T) {
 		if tc.listed {
 			rl.snapshot = []*runtime.Pod{{UID: "a"}}
 		}
-		a := New(Config{}, rt, rl, nil, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+		a := mustNew(t, Config{}, Deps{Runtime: rt, Relister: rl, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
 		if tc.actedBefore {
 			a.observed.acted("a", start)
 		}
@@ -285,8 +294,7 @@ func TestSlowFirstSyncPublishesPendingStatus(t *testing.T) {
 	rt := newFakeRuntime()
 	rt.gate = make(chan struct{})
 	updates := make(chan config.PodUpdate, 10)
-	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan pleg.Change)},
-		updates, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour}, Deps{Runtime: rt, Relister: &fakeRelister{changed: make(chan pleg.Change)}, Updates: updates, Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
 	a.slowFirstSync = 10 * time.Millisecond
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()

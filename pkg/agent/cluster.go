@@ -27,6 +27,3 @@ type Cluster interface {
 	// ForgetPod drops what is queued for a pod that left the node.
 	ForgetPod(uid types.UID)
 }
-
-// SetCluster makes the agent a cluster member. Call before Run.
-func (a *Agent) SetCluster(c Cluster) { a.cluster = c }

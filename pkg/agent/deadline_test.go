@@ -24,8 +24,7 @@ func TestActiveDeadlineFailsAndStopsThePod(t *testing.T) {
 	rt := newFakeRuntime()
 	ev := &eventingRuntime{fakeRuntime: rt}
 	updates := make(chan config.PodUpdate, 10)
-	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour, ResyncPeriod: time.Hour}, ev,
-		&fakeRelister{changed: make(chan pleg.Change)}, updates, sets.New(pod.FileSource), pod.NewManager(), status.NewCache())
+	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour, ResyncPeriod: time.Hour}, Deps{Runtime: ev, Relister: &fakeRelister{changed: make(chan pleg.Change)}, Updates: updates, Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
 

@@ -71,12 +71,10 @@ func TestProbesAndTermination(t *testing.T) {
 	defer cancel()
 	rt := newFakeRuntime()
 	updates := make(chan config.PodUpdate, 10)
-	a := New(Config{NodeName: "n", HousekeepingPeriod: time.Hour}, rt, &fakeRelister{changed: make(chan pleg.Change)},
-		updates, sets.New(pod.ApiserverSource), pod.NewManager(), status.NewCache())
 	rec := &statusRecorder{}
-	a.SetCluster(rec)
 	probes := &fixedProber{}
-	a.SetProber(probes)
+	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour}, Deps{Runtime: rt, Relister: &fakeRelister{changed: make(chan pleg.Change)}, Updates: updates, Sources: sets.New(pod.ApiserverSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
+		Cluster: rec, Prober: probes})
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
 

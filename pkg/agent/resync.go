@@ -1,16 +1,23 @@
 package agent
 
 import (
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/nodelet/nodelet/pkg/worker"
 )
 
-// Resync has the worker of a known pod sync it now, whatever back-off it
-// is in: something it waited for outside the runtime (a config map, a
-// secret) is there now. Unknown pods are ignored.
-func (a *Agent) Resync(uid types.UID) {
-	if p, ok := a.pods.PodByUID(uid); ok {
-		a.dispatch(p, worker.Sync)
+// handleWakeups runs the requests other goroutines left in Wakeups. Sync
+// loop goroutine only. Unknown pods are ignored.
+func (a *Agent) handleWakeups() {
+	resyncs, probes := a.wakeups.take()
+	for _, uid := range resyncs {
+		if p, ok := a.pods.PodByUID(uid); ok {
+			a.dispatch(p, worker.Sync)
+		}
+	}
+	for _, uid := range probes {
+		// The worker restarts a container that failed and publishes the new
+		// status, so a readiness change reaches the API within a sync.
+		if p, ok := a.pods.PodByUID(uid); ok && !a.rejected.Has(uid) {
+			a.workers.Update(worker.Work{Pod: p, MirrorPod: a.mirrorOf(p), Type: worker.Sync})
+		}
 	}
 }

@@ -31,9 +31,12 @@ type Options struct {
 	KubeVersion string
 }
 
-// Manager owns the probe workers of every pod on the node.
+// Manager owns the probe workers of every pod on the node. Workers start
+// as pods are observed; Run stops them all.
 type Manager struct {
+	// ctx is the parent of every worker's context; stop ends it.
 	ctx      context.Context
+	stop     context.CancelFunc
 	opts     Options
 	handlers handlers
 	// begun is when the manager started: containers already running then
@@ -41,8 +44,9 @@ type Manager struct {
 	begun time.Time
 	wg    sync.WaitGroup
 
-	mu   sync.Mutex
-	pods map[types.UID]*podProbes
+	mu      sync.Mutex
+	pods    map[types.UID]*podProbes // guarded by mu
+	stopped bool                     // guarded by mu: no worker starts any more
 }
 
 // podProbes is what the manager keeps of one pod.
@@ -59,21 +63,33 @@ type instance struct {
 	workers map[Kind]*worker
 }
 
-// New returns a Manager whose workers all stop when ctx ends.
-func New(ctx context.Context, opts Options) *Manager {
+// New returns a Manager; its workers run until Run returns.
+func New(opts Options) *Manager {
 	if opts.KubeVersion == "" {
 		opts.KubeVersion = "1.37"
 	}
 	ua := "kube-probe/" + opts.KubeVersion
+	// The workers' context is the manager's own, not Run's: pods are
+	// observed by the agent's workers, which may start before Run does.
+	ctx, stop := context.WithCancel(context.Background())
 	return &Manager{
-		ctx: ctx, opts: opts, begun: time.Now(),
+		ctx: ctx, stop: stop, opts: opts, begun: time.Now(),
 		handlers: handlers{exec: opts.Exec, userAgent: ua},
 		pods:     map[types.UID]*podProbes{},
 	}
 }
 
-// Wait blocks until every worker has returned (after the context ended).
-func (m *Manager) Wait() { m.wg.Wait() }
+// Run returns once ctx has ended and every probe worker has stopped; no
+// worker starts after that.
+func (m *Manager) Run(ctx context.Context) error {
+	<-ctx.Done()
+	m.mu.Lock()
+	m.stopped = true
+	m.stop()
+	m.mu.Unlock()
+	m.wg.Wait()
+	return nil
+}
 
 // Observe tells the manager what runs of pod: it starts probing every
 // running container instance with probes that it does not probe yet, and
@@ -83,6 +99,9 @@ func (m *Manager) Wait() { m.wg.Wait() }
 func (m *Manager) Observe(pod *v1.Pod, rs *runtime.PodStatus, podIP string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
 	pp := m.pods[pod.UID]
 	want := targets(pod, rs)
 	if len(want) == 0 && pp == nil {

@@ -49,8 +49,10 @@ type probeEnv struct {
 func newProbeEnv(t *testing.T) *probeEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &probeEnv{exec: &switchExec{exit: map[string]int32{}}, changes: make(chan types.UID, 100), events: record.NewFakeRecorder(100)}
-	e.m = New(ctx, Options{Exec: e.exec, Recorder: e.events, OnChange: func(uid types.UID) { e.changes <- uid }})
-	t.Cleanup(func() { cancel(); e.m.Wait() })
+	e.m = New(Options{Exec: e.exec, Recorder: e.events, OnChange: func(uid types.UID) { e.changes <- uid }})
+	stopped := make(chan error)
+	go func() { stopped <- e.m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
 	return e
 }
 
