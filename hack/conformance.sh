@@ -12,6 +12,7 @@
 #                 of --focus; --skip still applies (hack/test.sh's CI smoke subset uses this)
 #   --procs       parallel ginkgo processes (default 2)
 #   --report-dir  where junit.xml, run.env and the logs go (default _output/conformance/AGENT)
+#   --race        build nodelet with the race detector; a race it reports fails the run (CI does this)
 #
 # It builds what it needs (nodelet, and from the tools module etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, e2e.test, ginkgo, agnhost), starts etcd,
@@ -30,6 +31,7 @@ FOCUS_FILE=""
 PROCS=2
 REPORT_DIR=""
 TIMEOUT=4h
+RACE=""
 while (($#)); do
   case "$1" in
     --agent) AGENT="$2"; shift 2 ;;
@@ -39,7 +41,8 @@ while (($#)); do
     --procs) PROCS="$2"; shift 2 ;;
     --report-dir) REPORT_DIR="$(abspath "$2")"; shift 2 ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
-    -h | --help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --race) RACE=1; shift ;;
+    -h | --help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -61,8 +64,13 @@ if [[ -z "$KUBECTL_BIN" ]]; then tools+=" kubectl"; KUBECTL_BIN="$TOOLS_BIN/kube
 log "building tools ($tools); a cold build takes many minutes, a warm one is a link step"
 TOOLS="$tools" bash "$NODELET_ROOT/hack/build-tools.sh" "$TOOLS_BIN" >&2
 if [[ "$AGENT" == nodelet ]]; then
-  log "building nodelet"
-  (cd "$NODELET_ROOT" && go build -buildvcs=false -o _output/bin/nodelet ./cmd/nodelet)
+  if [[ -n "$RACE" ]]; then
+    log "building nodelet with the race detector"
+    (cd "$NODELET_ROOT" && CGO_ENABLED=1 go build -race -buildvcs=false -o _output/bin/nodelet-race ./cmd/nodelet)
+  else
+    log "building nodelet"
+    (cd "$NODELET_ROOT" && go build -buildvcs=false -o _output/bin/nodelet ./cmd/nodelet)
+  fi
 fi
 
 # ---- state and cleanup -----------------------------------------------------------------------------
@@ -95,6 +103,12 @@ cleanup() {
   trap - EXIT INT TERM
   log "cleaning up (exit status $rc)"
   if [[ -n "$AGENT_PID" ]]; then stop_child "$AGENT_PID" 30; fi
+  # Checked once the agent stopped, so races of its shutdown count too.
+  if [[ -n "$RACE" && -f "${AGENT_LOG:-}" ]] && grep -q "WARNING: DATA RACE" "$AGENT_LOG"; then
+    log "FAIL: the race detector reported data races in $AGENT:"
+    grep -A 30 "WARNING: DATA RACE" "$AGENT_LOG" | head -n 120 >&2
+    ((rc != 0)) || rc=1
+  fi
   mkdir -p "$REPORT_DIR/logs"
   cp "$CLUSTER"/logs/*.log "$RUNTIME/containerd.log" "$REPORT_DIR/logs/" 2>/dev/null || true
   bash "$NODELET_ROOT/hack/runtime-down.sh" --purge "$RUNTIME" >/dev/null 2>&1 || log "WARNING: runtime-down failed"
@@ -140,7 +154,7 @@ apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 podLogsDir: $AGENT_DIR/pod-logs
 EOF
-  args=("$NODELET_ROOT/_output/bin/nodelet"
+  args=("$NODELET_ROOT/_output/bin/nodelet${RACE:+-race}"
     --config "$AGENT_DIR/config.yaml"
     --kubeconfig "$NODE_KUBECONFIG"
     --container-runtime-endpoint "unix://$RUNTIME/containerd.sock"

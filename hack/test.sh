@@ -39,7 +39,7 @@ e2e() {
   log "building the test cluster's tools (kube-apiserver, etcd)"
   TOOLS="etcd kube-apiserver" bash hack/build-tools.sh
   log "end-to-end tests"
-  go test -tags e2e -count=1 -p 1 -timeout 50m ./e2e/...
+  go test -tags e2e -count=1 -p 1 -timeout 50m ./e2e/... ./cmd/...
 }
 
 # The upstream e2e suite's node conformance specs that nodelet passes today (hack/conformance-smoke.txt),
@@ -48,7 +48,7 @@ e2e() {
 conformance() {
   require_root
   log "node conformance smoke subset (hack/conformance-smoke.txt)"
-  bash hack/conformance.sh --focus-file hack/conformance-smoke.txt --report-dir _output/conformance/smoke \
+  bash hack/conformance.sh --race --focus-file hack/conformance-smoke.txt --report-dir _output/conformance/smoke \
     --timeout 20m
 }
 

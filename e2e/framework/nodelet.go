@@ -34,7 +34,10 @@ var (
 	buildErr  error
 )
 
-// NodeletBinary builds cmd/nodelet once per test binary and returns its path.
+// NodeletBinary builds cmd/nodelet once per test binary, with the race
+// detector, and returns its path. Every nodelet a test runs fails the test
+// when it reports a data race (see NewNodelet); benchmarks build their own
+// binary without it.
 func NodeletBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -44,8 +47,9 @@ func NodeletBinary(t testing.TB) string {
 			return
 		}
 		buildBin = filepath.Join(dir, "nodelet")
-		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/nodelet")
+		cmd := exec.Command("go", "build", "-race", "-o", buildBin, "./cmd/nodelet")
 		cmd.Dir = RepoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/nodelet: %w\n%s", err, out)
 		}
@@ -126,6 +130,10 @@ func NewNodelet(t testing.TB, rt *Runtime, extra ...string) *Nodelet {
 	n.Args = append(args, extra...)
 	t.Cleanup(func() {
 		n.Stop()
+		// After the stop, so that races of the shutdown count too.
+		if races := RaceReports(n.Log()); len(races) > 0 {
+			t.Errorf("nodelet reported %d data race(s); the first:\n%s", len(races), races[0])
+		}
 		if t.Failed() {
 			t.Logf("nodelet log (last 60 lines):\n%s", runtimeTail(n.LogFile, 60))
 		}
@@ -195,6 +203,21 @@ func (n *Nodelet) Stop() {
 	}
 	n.out.Close()
 	n.cmd = nil
+}
+
+// raceMarker begins each report of the race detector.
+const raceMarker = "WARNING: DATA RACE"
+
+// RaceReports returns the race detector's reports in a log, each cut to
+// its first 60 lines.
+func RaceReports(log string) []string {
+	parts := strings.Split(log, raceMarker)
+	var out []string
+	for _, p := range parts[1:] {
+		lines := strings.SplitN(p, "\n", 61)
+		out = append(out, raceMarker+strings.Join(lines[:min(len(lines), 60)], "\n"))
+	}
+	return out
 }
 
 // Log returns the nodelet's output so far.
