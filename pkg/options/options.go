@@ -163,7 +163,8 @@ type Options struct {
 // Defaults returns the settings nodelet uses when neither the config file nor
 // a flag says otherwise. They are the upstream flag defaults, except
 // --anonymous-auth, which nodelet keeps off (upstream's legacy flag default is
-// on) so that a node started with flags only never serves anonymous requests.
+// on) so that a node started with flags only never serves anonymous requests,
+// and --image-gc-high-threshold (90; upstream 85), as docs/FLAGS.md says.
 func Defaults() *Options {
 	return &Options{
 		RootDir:                        "/var/lib/kubelet",
