@@ -152,7 +152,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	}
 
 	containerGC, err := gc.New(gc.Config{
-		Runtime: gc.NewCRIRuntime(client.RuntimeService()), Policy: gc.DefaultPolicy(),
+		Runtime: client, Policy: gc.DefaultPolicy(),
 		PodLogsDir: opts.PodLogsDir, Registerer: registry,
 	})
 	if err != nil {
@@ -164,7 +164,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	}))
 
 	imageGC, err := images.NewManager(images.Config{
-		Runtime: images.NewCRIRuntime(client.RuntimeService(), client.ImageService()),
+		Runtime: client,
 		Policy: images.Policy{
 			HighThresholdPercent: opts.ImageGCHighThresholdPercent,
 			LowThresholdPercent:  opts.ImageGCLowThresholdPercent,
