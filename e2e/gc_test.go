@@ -25,6 +25,7 @@ import (
 	"github.com/nodelet/nodelet/e2e/framework"
 	"github.com/nodelet/nodelet/pkg/gc"
 	"github.com/nodelet/nodelet/pkg/images"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
 const (
@@ -48,7 +49,8 @@ type gcEnv struct {
 	rt      *framework.Runtime
 	rs      runtimeapi.RuntimeServiceClient
 	is      runtimeapi.ImageServiceClient
-	rootDir string // containerd's root: the loop-mounted filesystem
+	client  *cri.Client // what nodelet's garbage collectors are wired to
+	rootDir string      // containerd's root: the loop-mounted filesystem
 	// The running pod whose image GC must keep.
 	podUID       string
 	podContainer string
@@ -123,7 +125,12 @@ func gcSetup(t *testing.T) *gcEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	env := &gcEnv{rt: rt, rs: runtimeapi.NewRuntimeServiceClient(conn), is: runtimeapi.NewImageServiceClient(conn), rootDir: root}
+	client, err := cri.Dial(context.Background(), "unix://"+sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	env := &gcEnv{rt: rt, rs: runtimeapi.NewRuntimeServiceClient(conn), is: runtimeapi.NewImageServiceClient(conn), client: client, rootDir: root}
 
 	// An image that runs: static busybox plus filler, so it weighs on the filesystem.
 	podRoot := filepath.Join(dir, "pod-root")
@@ -200,7 +207,7 @@ func gcTestImages(t *testing.T, env *gcEnv) {
 
 	rec := record.NewFakeRecorder(20)
 	reg := prometheus.NewRegistry()
-	rt := images.NewCRIRuntime(env.rs, env.is)
+	rt := env.client
 	m, err := images.NewManager(images.Config{
 		Runtime:      rt,
 		Policy:       images.Policy{HighThresholdPercent: 90, LowThresholdPercent: 80, MinAge: 0},
@@ -300,7 +307,7 @@ func gcTestContainers(t *testing.T, env *gcEnv) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	cgc, err := gc.New(gc.Config{Runtime: gc.NewCRIRuntime(env.rs), Policy: gc.DefaultPolicy(),
+	cgc, err := gc.New(gc.Config{Runtime: env.client, Policy: gc.DefaultPolicy(),
 		PodLogsDir: filepath.Join(env.rt.StateDir, "pods"), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +403,7 @@ func gcStartContainer(t *testing.T, env *gcEnv, sandboxID, uid, name string, att
 			Image:    &runtimeapi.ImageSpec{Image: image},
 			Command:  append([]string{"/bin/busybox"}, cmd...),
 			LogPath:  fmt.Sprintf("%s/%d.log", name, attempt),
-			Labels:   map[string]string{gc.PodUIDLabel: uid, "io.kubernetes.container.name": name},
+			Labels:   map[string]string{cri.LabelPodUID: uid, cri.LabelContainerName: name},
 			Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
 			}},

@@ -156,7 +156,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		return nil, err
 	}
 	containerGC, err := gc.New(gc.Config{
-		Runtime: gc.NewCRIRuntime(client.RuntimeService()), Policy: gc.DefaultPolicy(),
+		Runtime: client, Policy: gc.DefaultPolicy(),
 		PodLogsDir: opts.PodLogsDir, Registerer: registry,
 	})
 	if err != nil {
@@ -181,7 +181,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	add(component{"sync loop", ag.Run})
 
 	imageGC, err := images.NewManager(images.Config{
-		Runtime: images.NewCRIRuntime(client.RuntimeService(), client.ImageService()),
+		Runtime: client,
 		Policy: images.Policy{
 			HighThresholdPercent: opts.ImageGCHighThresholdPercent,
 			LowThresholdPercent:  opts.ImageGCLowThresholdPercent,

@@ -147,12 +147,10 @@ func nodeAuth(opts *options.Options, nodeName string, client kube.Interface) (se
 // manager, stats, logs and metrics.
 func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 	statsProvider, err := stats.New(stats.Config{
-		NodeName:     d.nodeName,
-		Runtime:      d.runtime,
-		SandboxStats: stats.SandboxStatsFrom(d.runtime.RuntimeService()),
-		SandboxPID:   stats.SandboxPIDFrom(d.runtime.RuntimeService()),
-		RootDir:      opts.RootDir,
-		PodLogsDir:   opts.PodLogsDir,
+		NodeName:   d.nodeName,
+		Runtime:    d.runtime,
+		RootDir:    opts.RootDir,
+		PodLogsDir: opts.PodLogsDir,
 	})
 	if err != nil {
 		return server.APIDeps{}, err

@@ -37,6 +37,9 @@ type PodRuntime interface {
 	// InSync reports, without runtime calls, whether SyncPod would do
 	// nothing given status.
 	InSync(pod *v1.Pod, status *runtime.PodStatus) bool
+	// PodEvent records an event on a pod (a pod stopped past its
+	// deadline), the same way the runtime records its own.
+	PodEvent(pod *v1.Pod, eventType, reason, message string)
 }
 
 // Relister reports runtime changes and keeps the latest runtime listing.

@@ -67,6 +67,8 @@ func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, s *runtime.PodStatus
 
 func (f *fakeRuntime) RemovePod(context.Context, *runtime.PodStatus) error { return nil }
 
+func (f *fakeRuntime) PodEvent(*v1.Pod, string, string, string) {}
+
 func (f *fakeRuntime) InSync(_ *v1.Pod, s *runtime.PodStatus) bool { return len(s.Containers) > 0 }
 
 func (f *fakeRuntime) count(m map[types.UID]int, uid types.UID) int {

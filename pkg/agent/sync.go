@@ -78,8 +78,8 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 	if exceeded, _ := a.activeDeadline(p); exceeded {
 		// Past activeDeadlineSeconds the pod is Failed and stays stopped.
 		klog.V(2).InfoS("Pod exceeded its active deadline; stopping it", "pod", klog.KObj(p))
-		if ev, ok := a.rt.(podEventer); ok && !a.failedFor(p, status.ReasonDeadlineExceeded) {
-			ev.PodEvent(p, v1.EventTypeNormal, status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded)
+		if !a.failedFor(p, status.ReasonDeadlineExceeded) {
+			a.rt.PodEvent(p, v1.EventTypeNormal, status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded)
 		}
 		err := a.rt.KillPod(ctx, p, rs, nil)
 		if err != nil {
@@ -131,11 +131,6 @@ func (a *Agent) publishIfSlow(w worker.Work, rs *runtime.PodStatus) func() {
 			<-done
 		}
 	}
-}
-
-// podEventer records an event on a pod; the runtime offers it when it can.
-type podEventer interface {
-	PodEvent(pod *v1.Pod, eventType, reason, message string)
 }
 
 // failedFor reports whether the pod's last status already says it failed

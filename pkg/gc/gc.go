@@ -11,17 +11,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/volumes/cleanup"
 )
-
-const defaultCallTimeout = 2 * time.Minute
 
 // Config configures a ContainerGC. Runtime is required.
 type Config struct {
@@ -36,8 +32,6 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// CallTimeout bounds each runtime call; 0 means 2 minutes.
-	CallTimeout time.Duration
 }
 
 // Result is what one pass removed.
@@ -50,13 +44,12 @@ type Result struct {
 
 // ContainerGC removes dead containers and sandboxes. Passes are serialised.
 type ContainerGC struct {
-	rt          Runtime
-	policy      Policy
-	podLogsDir  string
-	now         func() time.Time
-	callTimeout time.Duration
-	metrics     *metrics
-	passMu      sync.Mutex
+	rt         Runtime
+	policy     Policy
+	podLogsDir string
+	now        func() time.Time
+	metrics    *metrics
+	passMu     sync.Mutex
 }
 
 // New validates the policy and returns a ContainerGC.
@@ -67,12 +60,9 @@ func New(cfg Config) (*ContainerGC, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, err
 	}
-	g := &ContainerGC{rt: cfg.Runtime, policy: cfg.Policy, podLogsDir: cfg.PodLogsDir, now: cfg.Now, callTimeout: cfg.CallTimeout}
+	g := &ContainerGC{rt: cfg.Runtime, policy: cfg.Policy, podLogsDir: cfg.PodLogsDir, now: cfg.Now}
 	if g.now == nil {
 		g.now = time.Now
-	}
-	if g.callTimeout <= 0 {
-		g.callTimeout = defaultCallTimeout
 	}
 	met, err := newMetrics(cfg.Registerer)
 	if err != nil {
@@ -151,8 +141,6 @@ func (g *ContainerGC) GarbageCollect(ctx context.Context, podWanted func(types.U
 }
 
 func (g *ContainerGC) list(ctx context.Context) ([]Container, []Sandbox, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.callTimeout)
-	defer cancel()
 	cs, err := g.rt.ListContainers(ctx, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("container GC: listing containers: %w", err)
@@ -185,7 +173,7 @@ func (g *ContainerGC) fillFinishedAt(ctx context.Context, containers []Container
 		if !c.Dead() || now.Sub(c.CreatedAt) < g.policy.MinAge {
 			continue
 		}
-		st, err := g.status(ctx, c.ID)
+		st, err := g.rt.ContainerStatus(ctx, c.ID, false)
 		switch {
 		case err != nil:
 			c.FinishedAt = now
@@ -195,29 +183,21 @@ func (g *ContainerGC) fillFinishedAt(ctx context.Context, containers []Container
 	}
 }
 
-func (g *ContainerGC) status(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.callTimeout)
-	defer cancel()
-	return g.rt.ContainerStatus(ctx, id, false)
-}
-
 // removeContainer stops a container in an unknown state (it may still run),
 // removes it, and deletes its log file and rotated logs.
 func (g *ContainerGC) removeContainer(ctx context.Context, c Container) error {
-	ctx, cancel := context.WithTimeout(ctx, g.callTimeout)
-	defer cancel()
 	var logPath string
 	if st, err := g.rt.ContainerStatus(ctx, c.ID, false); err == nil {
 		logPath = st.GetLogPath()
-	} else if status.Code(err) == codes.NotFound {
+	} else if errors.Is(err, cri.ErrNotFound) {
 		return nil
 	}
 	if c.State == runtime.ContainerStateUnknown {
-		if err := g.rt.StopContainer(ctx, c.ID, 0); err != nil && status.Code(err) != codes.NotFound {
+		if err := g.rt.StopContainer(ctx, c.ID, 0); err != nil && !errors.Is(err, cri.ErrNotFound) {
 			return fmt.Errorf("container GC: stopping container %s (pod %s, %s) in unknown state: %w", c.ID, c.PodUID, c.Name, err)
 		}
 	}
-	if err := g.rt.RemoveContainer(ctx, c.ID); err != nil && status.Code(err) != codes.NotFound {
+	if err := g.rt.RemoveContainer(ctx, c.ID); err != nil && !errors.Is(err, cri.ErrNotFound) {
 		return fmt.Errorf("container GC: removing container %s (pod %s, %s): %w", c.ID, c.PodUID, c.Name, err)
 	}
 	return g.removeContainerLogs(logPath)
@@ -245,12 +225,10 @@ func (g *ContainerGC) removeContainerLogs(path string) error {
 
 // removeSandbox stops (in case nobody did) and removes a sandbox.
 func (g *ContainerGC) removeSandbox(ctx context.Context, s Sandbox) error {
-	ctx, cancel := context.WithTimeout(ctx, g.callTimeout)
-	defer cancel()
-	if err := g.rt.StopPodSandbox(ctx, s.ID); err != nil && status.Code(err) != codes.NotFound {
+	if err := g.rt.StopPodSandbox(ctx, s.ID); err != nil && !errors.Is(err, cri.ErrNotFound) {
 		return fmt.Errorf("container GC: stopping sandbox %s (pod %s) before removal: %w", s.ID, s.PodUID, err)
 	}
-	if err := g.rt.RemovePodSandbox(ctx, s.ID); err != nil && status.Code(err) != codes.NotFound {
+	if err := g.rt.RemovePodSandbox(ctx, s.ID); err != nil && !errors.Is(err, cri.ErrNotFound) {
 		return fmt.Errorf("container GC: removing sandbox %s (pod %s): %w", s.ID, s.PodUID, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,10 +13,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
 type fakeRuntime struct {
@@ -30,6 +31,9 @@ type fakeRuntime struct {
 
 var _ Runtime = (*fakeRuntime)(nil)
 
+// The one CRI client is what nodelet wires in.
+var _ Runtime = (*cri.Client)(nil)
+
 func newFake() *fakeRuntime {
 	return &fakeRuntime{containers: map[string]*runtimeapi.Container{}, logPaths: map[string]string{}, finished: map[string]time.Time{},
 		sandboxes: map[string]*runtimeapi.PodSandbox{}, failRemove: map[string]error{}}
@@ -38,7 +42,7 @@ func newFake() *fakeRuntime {
 func (f *fakeRuntime) addContainer(id, uid, name string, attempt uint32, state runtimeapi.ContainerState, created time.Time, sb string) {
 	f.containers[id] = &runtimeapi.Container{Id: id, PodSandboxId: sb, State: state, CreatedAt: created.UnixNano(),
 		Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt},
-		Labels:   map[string]string{PodUIDLabel: uid}}
+		Labels:   map[string]string{cri.LabelPodUID: uid}}
 }
 
 func (f *fakeRuntime) addSandbox(id, uid string, attempt uint32, ready bool, created time.Time) {
@@ -66,7 +70,7 @@ func (f *fakeRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*ru
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.containers[id]; !ok {
-		return nil, status.Error(codes.NotFound, "no such container")
+		return nil, fmt.Errorf("container status %s: %w", id, cri.ErrNotFound)
 	}
 	return &runtimeapi.ContainerStatus{Id: id, LogPath: f.logPaths[id], FinishedAt: f.finished[id].UnixNano()}, nil
 }
@@ -252,8 +256,8 @@ func TestGarbageCollectFailureKeepsSandbox(t *testing.T) {
 	f.addSandbox("s", "gone", 0, false, now.Add(-time.Hour))
 	f.addContainer("c0", "gone", "app", 0, runtimeapi.ContainerState_CONTAINER_EXITED, now.Add(-time.Hour), "s")
 	f.addContainer("c1", "gone", "b", 0, runtimeapi.ContainerState_CONTAINER_EXITED, now.Add(-time.Hour), "s")
-	f.failRemove["c0"] = status.Error(codes.Internal, "device busy")
-	f.failRemove["c1"] = status.Error(codes.NotFound, "already gone")
+	f.failRemove["c0"] = errors.New("device busy")
+	f.failRemove["c1"] = fmt.Errorf("remove container c1: %w", cri.ErrNotFound)
 	reg := prometheus.NewRegistry()
 	g, err := New(Config{Runtime: f, Policy: DefaultPolicy(), Registerer: reg})
 	if err != nil {

@@ -2,11 +2,8 @@ package gc
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -14,9 +11,8 @@ import (
 )
 
 // Runtime is what container garbage collection needs from the container
-// runtime. nodelet's CRI client (pkg/runtime/cri.Client) satisfies it as is;
-// NewCRIRuntime adapts the raw generated gRPC client. Errors must keep the
-// gRPC status (status.Code) so that NotFound is recognised.
+// runtime; *cri.Client is the one implementation. Errors of a sandbox or
+// container that does not exist (any more) must match cri.ErrNotFound.
 type Runtime interface {
 	// ListContainers and ListPodSandbox with a nil filter must return all
 	// states.
@@ -30,78 +26,11 @@ type Runtime interface {
 	RemovePodSandbox(ctx context.Context, podSandboxID string) error
 }
 
-// PodUIDLabel is the label that carries the pod UID on containers; containers
-// without it were not created for a pod by nodelet (or the upstream kubelet)
-// and are left alone.
-const PodUIDLabel = "io.kubernetes.pod.uid"
-
-// NewCRIRuntime adapts the generated CRI runtime gRPC client to Runtime.
-func NewCRIRuntime(rs runtimeapi.RuntimeServiceClient) Runtime { return criRuntime{rs} }
-
-type criRuntime struct {
-	rs runtimeapi.RuntimeServiceClient
-}
-
-func (c criRuntime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	resp, err := c.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
-	if err != nil {
-		return nil, fmt.Errorf("CRI ListContainers: %w", err)
-	}
-	return resp.GetContainers(), nil
-}
-
-func (c criRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatus, error) {
-	resp, err := c.rs.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: verbose})
-	if err != nil {
-		return nil, fmt.Errorf("CRI ContainerStatus %s: %w", id, err)
-	}
-	if resp.GetStatus() == nil {
-		return nil, fmt.Errorf("CRI ContainerStatus %s: %w", id, status.Error(codes.NotFound, "empty status"))
-	}
-	return resp.GetStatus(), nil
-}
-
-func (c criRuntime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
-	secs := int64((max(grace, 0) + time.Second - 1) / time.Second)
-	if _, err := c.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: secs}); err != nil {
-		return fmt.Errorf("CRI StopContainer %s: %w", id, err)
-	}
-	return nil
-}
-
-func (c criRuntime) RemoveContainer(ctx context.Context, id string) error {
-	if _, err := c.rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
-		return fmt.Errorf("CRI RemoveContainer %s: %w", id, err)
-	}
-	return nil
-}
-
-func (c criRuntime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	resp, err := c.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
-	if err != nil {
-		return nil, fmt.Errorf("CRI ListPodSandbox: %w", err)
-	}
-	return resp.GetItems(), nil
-}
-
-func (c criRuntime) StopPodSandbox(ctx context.Context, id string) error {
-	if _, err := c.rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
-		return fmt.Errorf("CRI StopPodSandbox %s: %w", id, err)
-	}
-	return nil
-}
-
-func (c criRuntime) RemovePodSandbox(ctx context.Context, id string) error {
-	if _, err := c.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
-		return fmt.Errorf("CRI RemovePodSandbox %s: %w", id, err)
-	}
-	return nil
-}
-
 // fromCRIContainer converts a listed container; ok is false for containers
-// without a pod UID label.
+// without a pod UID label: they were not created for a pod by nodelet (or
+// the upstream kubelet) and are left alone.
 func fromCRIContainer(c *runtimeapi.Container) (Container, bool) {
-	uid := c.GetLabels()[PodUIDLabel]
+	uid := c.GetLabels()[cri.LabelPodUID]
 	if uid == "" {
 		return Container{}, false
 	}

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
 // Event reasons, as upstream.
@@ -31,9 +31,6 @@ var ErrLowThresholdNotReached = errors.New("image garbage collection could not r
 // removed images freed less than their sizes promised (shared layers). Every
 // round removes at least one image or ends the pass, so this is only a guard.
 const maxRounds = 32
-
-// defaultCallTimeout bounds each runtime call of a pass.
-const defaultCallTimeout = 2 * time.Minute
 
 // Config configures a Manager. Runtime is required; everything else has a
 // working zero value.
@@ -58,8 +55,6 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// CallTimeout bounds each runtime call; 0 means 2 minutes.
-	CallTimeout time.Duration
 }
 
 // Result is what one pass found and did.
@@ -80,17 +75,16 @@ type Result struct {
 // Manager runs image garbage collection. Its bookkeeping (when each image
 // was first seen and last used) lives in memory; passes are serialised.
 type Manager struct {
-	rt          Runtime
-	policy      Policy
-	period      time.Duration
-	sandbox     string
-	wanted      func() []string
-	statfs      StatfsFunc
-	recorder    record.EventRecorder
-	nodeRef     *v1.ObjectReference
-	now         func() time.Time
-	callTimeout time.Duration
-	metrics     *metrics
+	rt       Runtime
+	policy   Policy
+	period   time.Duration
+	sandbox  string
+	wanted   func() []string
+	statfs   StatfsFunc
+	recorder record.EventRecorder
+	nodeRef  *v1.ObjectReference
+	now      func() time.Time
+	metrics  *metrics
 
 	diskPressure atomic.Bool
 
@@ -109,17 +103,16 @@ func NewManager(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{
-		rt:          cfg.Runtime,
-		policy:      cfg.Policy,
-		period:      cfg.Period,
-		sandbox:     cfg.SandboxImage,
-		wanted:      cfg.ImagesInUse,
-		statfs:      cfg.Statfs,
-		recorder:    cfg.Recorder,
-		nodeRef:     cfg.NodeRef,
-		now:         cfg.Now,
-		callTimeout: cfg.CallTimeout,
-		records:     map[string]usage{},
+		rt:       cfg.Runtime,
+		policy:   cfg.Policy,
+		period:   cfg.Period,
+		sandbox:  cfg.SandboxImage,
+		wanted:   cfg.ImagesInUse,
+		statfs:   cfg.Statfs,
+		recorder: cfg.Recorder,
+		nodeRef:  cfg.NodeRef,
+		now:      cfg.Now,
+		records:  map[string]usage{},
 	}
 	if m.period <= 0 {
 		m.period = DefaultPeriod
@@ -129,9 +122,6 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if m.now == nil {
 		m.now = time.Now
-	}
-	if m.callTimeout <= 0 {
-		m.callTimeout = defaultCallTimeout
 	}
 	met, err := newMetrics(cfg.Registerer)
 	if err != nil {
@@ -267,8 +257,6 @@ func (m *Manager) GarbageCollect(ctx context.Context) (res Result, err error) {
 // measure reads the image filesystem usage and updates DiskPressure and the
 // usage gauges.
 func (m *Manager) measure(ctx context.Context) (FsUsage, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.callTimeout)
-	defer cancel()
 	u, err := ImageFsUsage(ctx, m.rt, m.statfs)
 	if err != nil {
 		return u, err
@@ -282,8 +270,6 @@ func (m *Manager) measure(ctx context.Context) (FsUsage, error) {
 // detect lists images and containers (all states) and works out which images
 // are in use and pinned.
 func (m *Manager) detect(ctx context.Context) (detection, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.callTimeout)
-	defer cancel()
 	imgs, err := m.rt.ListImages(ctx, nil)
 	if err != nil {
 		return detection{}, fmt.Errorf("image GC: listing images: %w", err)
@@ -342,13 +328,11 @@ func (m *Manager) remove(ctx context.Context, planned []ImageRecord, mountpoint 
 
 // removeOne removes one image; gone reports that it did not exist anymore.
 func (m *Manager) removeOne(ctx context.Context, id string) (gone bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, m.callTimeout)
-	defer cancel()
 	err = m.rt.RemoveImage(ctx, id)
 	switch {
 	case err == nil:
 		return false, nil
-	case status.Code(err) == codes.NotFound:
+	case errors.Is(err, cri.ErrNotFound):
 		return true, nil
 	default:
 		return false, fmt.Errorf("image GC: removing image %s: %w", id, err)

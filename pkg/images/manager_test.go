@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -10,11 +11,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
 // fakeRuntime is an image store on a fake filesystem: used bytes are base
@@ -35,6 +36,9 @@ type fakeRuntime struct {
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
+
+// The one CRI client is what nodelet wires in.
+var _ Runtime = (*cri.Client)(nil)
 
 func newFake(capacity, base uint64, imgs ...*runtimeapi.Image) *fakeRuntime {
 	f := &fakeRuntime{capacity: capacity, base: base, images: map[string]*runtimeapi.Image{}, frees: map[string]uint64{}, removeErr: map[string]error{}}
@@ -73,7 +77,7 @@ func (f *fakeRuntime) RemoveImage(_ context.Context, ref string) error {
 		return err
 	}
 	if _, ok := f.images[ref]; !ok {
-		return status.Error(codes.NotFound, "no such image")
+		return fmt.Errorf("remove image %s: %w", ref, cri.ErrNotFound)
 	}
 	delete(f.images, ref)
 	f.removed = append(f.removed, ref)
@@ -344,11 +348,11 @@ func TestGarbageCollectOverstatedSizes(t *testing.T) {
 func TestGarbageCollectRemoveErrors(t *testing.T) {
 	c := &clock{t: time.Unix(1e9, 0)}
 	f := newFake(1000, 700, img("sha256:x", "x:1", 100), img("sha256:y", "y:1", 100), img("sha256:z", "z:1", 100))
-	f.removeErr["sha256:x"] = status.Error(codes.NotFound, "gone")
-	f.removeErr["sha256:y"] = status.Error(codes.Internal, "boom")
+	f.removeErr["sha256:x"] = fmt.Errorf("remove image sha256:x: %w", cri.ErrNotFound)
+	f.removeErr["sha256:y"] = errors.New("boom")
 	m, rec, reg := newTestManager(t, f, Policy{HighThresholdPercent: 90, LowThresholdPercent: 80}, c)
 	res, err := m.GarbageCollect(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "removing image sha256:y") || status.Code(err) == codes.NotFound {
+	if err == nil || !strings.Contains(err.Error(), "removing image sha256:y") || errors.Is(err, cri.ErrNotFound) {
 		t.Errorf("err = %v", err)
 	}
 	// x "gone" frees nothing, y failed, z removed: 900, still short.
@@ -405,7 +409,7 @@ func TestNewManagerRefusesInvalidPolicy(t *testing.T) {
 
 func TestRunReportsFailuresAndStops(t *testing.T) {
 	f := newFake(1000, 0)
-	f.fsErr = status.Error(codes.Unavailable, "runtime down")
+	f.fsErr = fmt.Errorf("image fs info: runtime down: %w", cri.ErrUnavailable)
 	rec := record.NewFakeRecorder(10)
 	m, err := NewManager(Config{Runtime: f, Policy: DefaultPolicy(), Period: 10 * time.Millisecond, Statfs: f.statfs,
 		Recorder: rec, NodeRef: &v1.ObjectReference{Kind: "Node", Name: "n1"}})

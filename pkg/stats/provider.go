@@ -19,28 +19,26 @@ import (
 )
 
 // Runtime is what the summary needs from the container runtime;
-// *cri.Client implements it.
+// *cri.Client is the one implementation.
 type Runtime interface {
 	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
 	ContainerStats(ctx context.Context, id string) (*runtimeapi.ContainerStats, error)
 	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+	// ListPodSandboxStats lists pod-level stats. Failing means pod CPU and
+	// memory are summed from the containers.
+	ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
+	// SandboxPID returns the PID of a sandbox's process, whose network
+	// namespace is the pod's; used for pod network stats when the sandbox
+	// stats give none. Failing: no pod network stats then.
+	SandboxPID(ctx context.Context, sandboxID string) (int, error)
 }
-
-var _ Runtime = (*cri.Client)(nil)
 
 // Config configures a Provider.
 type Config struct {
 	NodeName string
 	Runtime  Runtime
-	// SandboxStats lists pod-level stats (CRI ListPodSandboxStats). Nil, or
-	// failing, means pod CPU and memory are summed from the containers.
-	SandboxStats func(ctx context.Context) ([]*runtimeapi.PodSandboxStats, error)
-	// SandboxPID returns the PID of a sandbox's process, whose network
-	// namespace is the pod's; used for pod network stats when SandboxStats
-	// gives none. Nil: no pod network stats then.
-	SandboxPID func(ctx context.Context, sandboxID string) (int, error)
 	// RootDir is --root-dir: the node file system and emptyDir volumes.
 	RootDir string
 	// PodLogsDir is where container logs live.
@@ -110,9 +108,7 @@ func (p *Provider) readRuntime(ctx context.Context, withFs bool) (*runtimeState,
 	wg.Go(func() { st.sandboxes, sbErr = p.cfg.Runtime.ListPodSandbox(ctx, nil) })
 	wg.Go(func() { st.containers, ctrErr = p.cfg.Runtime.ListContainers(ctx, nil) })
 	wg.Go(func() { stats, statsErr = p.cfg.Runtime.ListContainerStats(ctx, nil) })
-	if p.cfg.SandboxStats != nil {
-		wg.Go(func() { sbStats = p.sandboxStats(ctx) })
-	}
+	wg.Go(func() { sbStats = p.sandboxStats(ctx) })
 	if withFs {
 		wg.Go(func() {
 			var err error
@@ -141,7 +137,7 @@ func (p *Provider) sandboxStats(ctx context.Context) []*runtimeapi.PodSandboxSta
 	if !failed.IsZero() && p.cfg.Now().Sub(failed) < sandboxStatsRetry {
 		return nil
 	}
-	s, err := p.cfg.SandboxStats(ctx)
+	s, err := p.cfg.Runtime.ListPodSandboxStats(ctx, nil)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -433,7 +429,7 @@ func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, sb
 		}
 		return ns
 	}
-	if sb.GetAnnotations()[cri.AnnotationSandboxHostNetwork] == "true" || p.cfg.SandboxPID == nil {
+	if sb.GetAnnotations()[cri.AnnotationSandboxHostNetwork] == "true" {
 		return nil
 	}
 	pid, err := p.sandboxPID(ctx, sb.Id)
@@ -456,7 +452,7 @@ func (p *Provider) sandboxPID(ctx context.Context, id string) (int, error) {
 	if ok {
 		return pid, nil
 	}
-	pid, err := p.cfg.SandboxPID(ctx, id)
+	pid, err := p.cfg.Runtime.SandboxPID(ctx, id)
 	if err != nil {
 		return 0, err
 	}

@@ -47,11 +47,20 @@ func netDev(name string, rx, tx int) string {
 	return "  " + name + ": " + itoa(rx) + " 10 1 0 0 0 0 0 " + itoa(tx) + " 20 2 0 0 0 0 0\n"
 }
 
+var _ Runtime = (*fakeRuntime)(nil)
+
+// The one CRI client is what nodelet wires in.
+var _ Runtime = (*cri.Client)(nil)
+
 type fakeRuntime struct {
 	sandboxes  []*runtimeapi.PodSandbox
 	containers []*runtimeapi.Container
 	stats      []*runtimeapi.ContainerStats
 	imageFs    *runtimeapi.ImageFsInfoResponse
+	// sandboxStats and pid answer ListPodSandboxStats and SandboxPID;
+	// nil fails them.
+	sandboxStats func() ([]*runtimeapi.PodSandboxStats, error)
+	pid          func(sandboxID string) (int, error)
 }
 
 func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
@@ -81,6 +90,18 @@ func (f *fakeRuntime) ContainerStats(_ context.Context, id string) (*runtimeapi.
 }
 func (f *fakeRuntime) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
 	return f.imageFs, nil
+}
+func (f *fakeRuntime) ListPodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	if f.sandboxStats == nil {
+		return nil, errors.New("no sandbox stats")
+	}
+	return f.sandboxStats()
+}
+func (f *fakeRuntime) SandboxPID(_ context.Context, id string) (int, error) {
+	if f.pid == nil {
+		return 0, errors.New("no sandbox pid")
+	}
+	return f.pid(id)
 }
 
 func u64(v uint64) *runtimeapi.UInt64Value { return &runtimeapi.UInt64Value{Value: v} }
@@ -121,13 +142,14 @@ func cstats(id string, ts int64, cpu, ws uint64) *runtimeapi.ContainerStats {
 	}
 }
 
-func newTestProvider(t *testing.T, rt *fakeRuntime, proc string, pid func(context.Context, string) (int, error)) (*Provider, string, string) {
+func newTestProvider(t *testing.T, rt *fakeRuntime, proc string, pid func(string) (int, error)) (*Provider, string, string) {
 	t.Helper()
 	root, logsDir := t.TempDir(), t.TempDir()
-	p, err := New(Config{NodeName: "node-a", Runtime: rt, RootDir: root, PodLogsDir: logsDir, ProcRoot: proc, SandboxPID: pid,
-		SandboxStats: func(context.Context) ([]*runtimeapi.PodSandboxStats, error) {
-			return nil, errors.New("failed to get cgroup metrics for sandbox: cgroupPath is empty")
-		}})
+	rt.pid = pid
+	rt.sandboxStats = func() ([]*runtimeapi.PodSandboxStats, error) {
+		return nil, errors.New("failed to get cgroup metrics for sandbox: cgroupPath is empty")
+	}
+	p, err := New(Config{NodeName: "node-a", Runtime: rt, RootDir: root, PodLogsDir: logsDir, ProcRoot: proc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +180,7 @@ func TestSummary(t *testing.T) {
 		},
 	}
 	pids := 0
-	p, root, logsDir := newTestProvider(t, rt, fakeProc(t, 1000), func(_ context.Context, id string) (int, error) {
+	p, root, logsDir := newTestProvider(t, rt, fakeProc(t, 1000), func(id string) (int, error) {
 		pids++
 		if id != "sb-web" {
 			t.Errorf("PID asked for sandbox %s", id)
@@ -272,9 +294,7 @@ func TestSummaryFromSandboxStats(t *testing.T) {
 		sandboxes:  []*runtimeapi.PodSandbox{sandbox("sb-web", "web", "uid-web", 1, true, false)},
 		containers: []*runtimeapi.Container{container("app", "sb-web", "app", 2, true)},
 		stats:      []*runtimeapi.ContainerStats{cstats("app", 5, 100, 10)},
-	}
-	p, err := New(Config{NodeName: "n", Runtime: rt, ProcRoot: fakeProc(t, 1),
-		SandboxStats: func(context.Context) ([]*runtimeapi.PodSandboxStats, error) {
+		sandboxStats: func() ([]*runtimeapi.PodSandboxStats, error) {
 			return []*runtimeapi.PodSandboxStats{{
 				Attributes: &runtimeapi.PodSandboxAttributes{Id: "sb-web"},
 				Linux: &runtimeapi.LinuxPodSandboxStats{
@@ -284,7 +304,9 @@ func TestSummaryFromSandboxStats(t *testing.T) {
 					Process: &runtimeapi.ProcessUsage{Timestamp: 5, ProcessCount: u64(3)},
 				},
 			}}, nil
-		}})
+		},
+	}
+	p, err := New(Config{NodeName: "n", Runtime: rt, ProcRoot: fakeProc(t, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,11 +342,11 @@ func TestCPURates(t *testing.T) {
 func TestFailingSandboxStatsAreNotAskedEveryTime(t *testing.T) {
 	now := time.Unix(1000, 0)
 	calls := 0
-	p, err := New(Config{NodeName: "n", Runtime: &fakeRuntime{}, ProcRoot: fakeProc(t, 1), Now: func() time.Time { return now },
-		SandboxStats: func(context.Context) ([]*runtimeapi.PodSandboxStats, error) {
-			calls++
-			return nil, errors.New("cgroupPath is empty")
-		}})
+	rt := &fakeRuntime{sandboxStats: func() ([]*runtimeapi.PodSandboxStats, error) {
+		calls++
+		return nil, errors.New("cgroupPath is empty")
+	}}
+	p, err := New(Config{NodeName: "n", Runtime: rt, ProcRoot: fakeProc(t, 1), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

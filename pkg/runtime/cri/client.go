@@ -1,5 +1,9 @@
-// Package cri is nodelet's typed client of a CRI container runtime
-// (containerd, CRI-O) over gRPC. Besides thin, timeout-bounded calls it owns
+// Package cri is nodelet's one client of a CRI container runtime
+// (containerd, CRI-O) over gRPC: it owns the connection, the timeout of every
+// call (one policy, see Options), the classification of runtime errors
+// (ErrNotFound, ...) and the identity labels stamped on what it creates.
+// Its consumers (podsync, gc, images, stats, pleg) each declare the small
+// interface they need, which *Client satisfies. Besides thin calls it owns
 // the translation between pods and the CRI: the identity stamped on sandboxes
 // and containers (identity.go), sandbox and container configs built from a
 // pod spec (podconfig.go, env.go, volumes.go) and CRI state read back as
@@ -49,8 +53,15 @@ var (
 )
 
 // Options tune a Client. Zero values mean the defaults.
+//
+// The timeouts are one policy for every caller, so that a call takes as long
+// whoever makes it: an ordinary call is bounded by Timeout; one that sets up
+// or tears down the pod network (RunPodSandbox, StopPodSandbox) by twice
+// that; one that waits for the container (StopContainer, ExecSync) by its
+// own wait plus Timeout; a pull only by the caller's context and
+// PullTimeout. A caller's shorter deadline still wins.
 type Options struct {
-	// Timeout bounds every call except pulls and stops.
+	// Timeout bounds an ordinary call; see above for the others.
 	Timeout time.Duration
 	// PullTimeout bounds an image pull; 0: only the caller's context
 	// does, as upstream (a large image on a slow link may take long; the

@@ -31,6 +31,9 @@ type fakeCRI struct {
 	gone       map[string]bool   // container IDs whose status is NotFound
 	exit       map[string]int32  // container ID -> exit code
 	stopped    map[string]int64  // container ID -> stop timeout
+	info       map[string]string // sandbox ID -> verbose status info
+	// statsLeft is how long ListPodSandboxStats had before its deadline.
+	statsLeft time.Duration
 }
 
 func (f *fakeCRI) count(method string) {
@@ -90,10 +93,30 @@ func (f *fakeCRI) PodSandboxStatus(_ context.Context, r *runtimeapi.PodSandboxSt
 			return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{
 				Id: sb.Id, State: sb.State, Network: &runtimeapi.PodSandboxNetworkStatus{Ip: f.ips[sb.Id]},
 				Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: &runtimeapi.NamespaceOption{}}},
-			}}, nil
+			}, Info: verboseInfo(r.Verbose, f.info[sb.Id])}, nil
 		}
 	}
 	return nil, status.Error(codes.NotFound, "no such sandbox")
+}
+
+func verboseInfo(verbose bool, info string) map[string]string {
+	if !verbose {
+		return nil
+	}
+	return map[string]string{"info": info}
+}
+
+func (f *fakeCRI) ListPodSandboxStats(ctx context.Context, _ *runtimeapi.ListPodSandboxStatsRequest) (*runtimeapi.ListPodSandboxStatsResponse, error) {
+	f.count("ListPodSandboxStats")
+	deadline, _ := ctx.Deadline()
+	f.mu.Lock()
+	f.statsLeft = time.Until(deadline)
+	f.mu.Unlock()
+	var out []*runtimeapi.PodSandboxStats
+	for _, sb := range f.sandboxes {
+		out = append(out, &runtimeapi.PodSandboxStats{Attributes: &runtimeapi.PodSandboxAttributes{Id: sb.Id}})
+	}
+	return &runtimeapi.ListPodSandboxStatsResponse{Stats: out}, nil
 }
 
 func (f *fakeCRI) ContainerStatus(_ context.Context, r *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
@@ -316,6 +339,55 @@ func TestStopContainerTimeoutAndErrors(t *testing.T) {
 	}
 	if _, err := c.ContainerStats(ctx, "x"); !errors.Is(err, ErrUnimplemented) {
 		t.Errorf("unimplemented call: err = %v", err)
+	}
+}
+
+func TestSandboxPID(t *testing.T) {
+	f := &fakeCRI{
+		sandboxes: []*runtimeapi.PodSandbox{sandboxOf("sb", "web", 0, 1, true, false), sandboxOf("nopid", "db", 0, 1, true, false),
+			sandboxOf("garbled", "mq", 0, 1, true, false)},
+		info: map[string]string{"sb": `{"pid": 42, "image": "pause"}`, "nopid": `{"image": "pause"}`, "garbled": `{`},
+	}
+	c := dial(t, f)
+	for _, tt := range []struct {
+		id      string
+		want    int
+		wantErr error
+	}{
+		{id: "sb", want: 42},
+		{id: "nopid"},
+		{id: "garbled"},
+		{id: "gone", wantErr: ErrNotFound},
+	} {
+		pid, err := c.SandboxPID(context.Background(), tt.id)
+		switch {
+		case tt.want > 0 && (err != nil || pid != tt.want):
+			t.Errorf("%s: pid %d, %v; want %d", tt.id, pid, err, tt.want)
+		case tt.want == 0 && err == nil:
+			t.Errorf("%s: pid %d, want an error", tt.id, pid)
+		case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
+			t.Errorf("%s: err %v, want %v", tt.id, err, tt.wantErr)
+		}
+	}
+}
+
+// TestListPodSandboxStatsBoundedByTimeout: stats calls get the client's one
+// per-call timeout, as every other ordinary call.
+func TestListPodSandboxStatsBoundedByTimeout(t *testing.T) {
+	f := &fakeCRI{sandboxes: []*runtimeapi.PodSandbox{sandboxOf("sb", "web", 0, 1, true, false)}}
+	c, err := Dial(context.Background(), "unix://"+serve(t, f), Options{Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.ListPodSandboxStats(context.Background(), nil)
+	if err != nil || len(st) != 1 || st[0].GetAttributes().GetId() != "sb" {
+		t.Fatalf("ListPodSandboxStats = %v, %v", st, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.statsLeft <= 0 || f.statsLeft > time.Minute {
+		t.Errorf("runtime saw %v left, want at most the one-minute timeout", f.statsLeft)
 	}
 }
 

@@ -308,6 +308,18 @@ func TestPodNetwork(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// What stats reads of the pod: the sandbox process (its network
+	// namespace) and, where the runtime can, the pod's own figures.
+	if pid, err := e.c.SandboxPID(context.Background(), sb.ID); err != nil {
+		t.Errorf("SandboxPID: %v", err)
+	} else if _, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid)); err != nil {
+		t.Errorf("sandbox process %d: %v", pid, err)
+	}
+	if stats, err := e.c.ListPodSandboxStats(context.Background(), &runtimeapi.PodSandboxStatsFilter{Id: sb.ID}); err != nil {
+		t.Logf("ListPodSandboxStats (some runtimes cannot): %v", err)
+	} else if len(stats) != 1 || stats[0].GetAttributes().GetId() != sb.ID {
+		t.Errorf("ListPodSandboxStats = %v, want the sandbox %s", stats, sb.ID)
+	}
 	// A synced healthy pod-network pod stays as it is.
 	e.sync(t, pod)
 	if st2 := e.status(t, pod); len(st2.Sandboxes) != 1 || st2.LatestSandbox().ID != sb.ID {

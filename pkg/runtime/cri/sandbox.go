@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
@@ -70,6 +71,41 @@ func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandb
 		return nil, fmt.Errorf("list pod sandboxes: %w", classify(err))
 	}
 	return resp.Items, nil
+}
+
+// ListPodSandboxStats returns pod-level resource usage of the sandboxes
+// matching filter (nil: all). Runtimes that cannot measure a sandbox fail
+// the call (containerd 1.6 for sandboxes without a cgroup parent).
+func (c *Client) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	ctx, cancel := c.ctx(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
+	if err != nil {
+		return nil, fmt.Errorf("list pod sandbox stats: %w", classify(err))
+	}
+	return resp.Stats, nil
+}
+
+// SandboxPID returns the PID of the sandbox's process, whose namespaces are
+// the pod's. The CRI has no field for it: it is the "pid" of the verbose
+// status info, where containerd and CRI-O both report it.
+func (c *Client) SandboxPID(ctx context.Context, id string) (int, error) {
+	ctx, cancel := c.ctx(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		return 0, fmt.Errorf("pod sandbox status %s: %w", id, classify(err))
+	}
+	var info struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil {
+		return 0, fmt.Errorf("pod sandbox %s verbose info: %w", id, err)
+	}
+	if info.PID <= 0 {
+		return 0, fmt.Errorf("pod sandbox %s: no pid in verbose info", id)
+	}
+	return info.PID, nil
 }
 
 // PortForward returns the URL of the runtime's streaming server for a port
