@@ -163,16 +163,10 @@ func (m *Manager) Run(ctx context.Context) {
 // reconcileLoop queues every pod for a comparison with the API's view every
 // ReconcilePeriod, the first time one period after the start.
 func (m *Manager) reconcileLoop(ctx context.Context) {
-	t := time.NewTicker(m.opts.ReconcilePeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.reconcileAll()
-		}
-	}
+	_ = wait.PollUntilContextCancel(ctx, m.opts.ReconcilePeriod, false, func(context.Context) (bool, error) {
+		m.reconcileAll()
+		return false, nil
+	})
 }
 
 // reconcileAll queues every pod for a comparison with the API's view.

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -71,16 +72,7 @@ func NewURLSource(url string, header http.Header, nodeName string, period time.D
 
 // Run polls at once and then every period until ctx is done.
 func (s *URLSource) Run(ctx context.Context) {
-	ticker := time.NewTicker(s.period)
-	defer ticker.Stop()
-	for {
-		s.poll(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
+	wait.NonSlidingUntilWithContext(ctx, s.poll, s.period)
 }
 
 func (s *URLSource) poll(ctx context.Context) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -138,20 +139,13 @@ func (m *Manager) Run(ctx context.Context) {
 	logger.Info("Starting image garbage collection", "period", m.period,
 		"highThresholdPercent", m.policy.HighThresholdPercent, "lowThresholdPercent", m.policy.LowThresholdPercent,
 		"minAge", m.policy.MinAge, "disabled", m.policy.Disabled())
-	t := time.NewTicker(m.period)
-	defer t.Stop()
-	for {
+	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) {
 		if _, err := m.GarbageCollect(ctx); err != nil && ctx.Err() == nil {
 			logger.Error(err, "Image garbage collection failed")
 			m.event(EventImageGCFailed, err.Error())
 		}
-		select {
-		case <-ctx.Done():
-			logger.Info("Stopped image garbage collection")
-			return
-		case <-t.C:
-		}
-	}
+	}, m.period)
+	logger.Info("Stopped image garbage collection")
 }
 
 // DiskPressure reports whether the image filesystem was at or above the high

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 )
@@ -76,18 +77,12 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 
 // Run checks every interval until ctx ends.
 func (r *Rotator) Run(ctx context.Context) {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	_ = wait.PollUntilContextCancel(ctx, r.cfg.Interval, false, func(ctx context.Context) (bool, error) {
 		if err := r.RotateAll(ctx); err != nil && ctx.Err() == nil {
 			klog.ErrorS(err, "Container log rotation")
 		}
-	}
+		return false, nil
+	})
 }
 
 // RotateAll checks the log of every running container once. A failure on

@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-func TestParseMeminfo(t *testing.T) {
+func TestMeminfo(t *testing.T) {
 	tests := []struct {
 		name             string
 		in               string
@@ -27,7 +27,14 @@ func TestParseMeminfo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			total, avail, err := parseMeminfo([]byte(tt.in))
+			root := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(root, "proc"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "proc", "meminfo"), []byte(tt.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			total, avail, err := hostPaths{root: root}.meminfo()
 			if (err != nil) != tt.err || total != tt.total || avail != tt.available {
 				t.Errorf("got %d %d %v, want %d %d err=%v", total, avail, err, tt.total, tt.available, tt.err)
 			}

@@ -10,43 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/prometheus/procfs"
 )
 
 // This file reads the machine: /proc, /sys, /etc and statfs. The parsers
 // are pure and tested on sample text; the readers are thin.
-
-// parseMeminfo returns MemTotal and MemAvailable from /proc/meminfo, in
-// bytes. MemAvailable is -1 when the kernel does not report it.
-func parseMeminfo(data []byte) (total, available int64, err error) {
-	total, available = -1, -1
-	s := bufio.NewScanner(bytes.NewReader(data))
-	for s.Scan() {
-		key, rest, ok := strings.Cut(s.Text(), ":")
-		if !ok || (key != "MemTotal" && key != "MemAvailable") {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			return 0, 0, fmt.Errorf("meminfo: no value for %s", key)
-		}
-		v, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("meminfo %s: %w", key, err)
-		}
-		if len(fields) > 1 && fields[1] == "kB" {
-			v *= 1024
-		}
-		if key == "MemTotal" {
-			total = v
-		} else {
-			available = v
-		}
-	}
-	if total < 0 {
-		return 0, 0, errors.New("meminfo: no MemTotal")
-	}
-	return total, available, nil
-}
 
 // parseCPUList counts the CPUs in a kernel CPU list ("0-3,6,8-9").
 func parseCPUList(s string) (int64, error) {
@@ -170,12 +139,25 @@ func (p hostPaths) cpus() (int64, error) {
 	return parseCPUList(s)
 }
 
+// meminfo returns MemTotal and MemAvailable in bytes; MemAvailable is -1
+// when the kernel does not report it.
 func (p hostPaths) meminfo() (total, available int64, err error) {
-	b, err := os.ReadFile(p.path("/proc/meminfo"))
+	proc, err := procfs.NewFS(p.path("/proc"))
 	if err != nil {
 		return 0, 0, err
 	}
-	return parseMeminfo(b)
+	m, err := proc.Meminfo()
+	if err != nil {
+		return 0, 0, fmt.Errorf("meminfo: %w", err)
+	}
+	if m.MemTotalBytes == nil {
+		return 0, 0, errors.New("meminfo: no MemTotal")
+	}
+	available = -1
+	if m.MemAvailableBytes != nil {
+		available = int64(*m.MemAvailableBytes)
+	}
+	return int64(*m.MemTotalBytes), available, nil
 }
 
 // pids returns the tasks in use and the lower of the kernel's two limits.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
@@ -63,16 +64,7 @@ func (r *Relister) Changed() <-chan Change { return r.changed }
 // Run relists until ctx is done.
 func (r *Relister) Run(ctx context.Context) {
 	last := map[types.UID]string{}
-	t := time.NewTicker(r.period)
-	defer t.Stop()
-	for {
-		last = r.relist(ctx, last)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) { last = r.relist(ctx, last) }, r.period)
 }
 
 func (r *Relister) relist(ctx context.Context, last map[types.UID]string) map[types.UID]string {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/metrics"
@@ -45,22 +46,13 @@ func (w *worker) run() {
 	if !w.sleep(delay) {
 		return
 	}
-	ticker := time.NewTicker(w.cfg.period)
-	defer ticker.Stop()
 	var s streak
-	for {
+	_ = wait.PollUntilContextCancel(w.ctx, w.cfg.period, true, func(context.Context) (bool, error) {
 		r := w.probe()
 		var commit bool
 		s, commit = step(s, r, w.cfg)
-		if commit && !w.m.record(w, r) {
-			return
-		}
-		select {
-		case <-w.ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
+		return commit && !w.m.record(w, r), nil
+	})
 }
 
 func (w *worker) sleep(d time.Duration) bool {

@@ -20,4 +20,9 @@
 // Secret content is hostile: a secret that does not parse gives an error
 // naming the secret and what is wrong with it, never its content. A
 // Credential never prints its username or password.
+//
+// The keyring is hand-written on purpose: upstream's is in k8s.io/kubernetes,
+// which nodelet must not import (and which would undo a small binary: nodelet
+// links neither it nor client-go's full clientset, whose removal alone took
+// the binary from 91 MB to 44 MB).
 package pullsecrets

@@ -12,4 +12,12 @@
 // authentication (x509 client certificates, TokenReview, anonymous) and
 // authorization (SubjectAccessReview or AlwaysAllow) on the node object, with
 // upstream's mapping of paths to node subresources (NodeAttributes).
+//
+// The authentication and authorization are hand-written on purpose, for a
+// small binary: upstream's live in k8s.io/kubernetes (pkg/kubelet/server),
+// which nodelet must not import, on top of k8s.io/apiserver's delegating
+// authenticator and authorizer, which need client-go's typed clientsets.
+// nodelet links neither; dropping client-go's clientset alone took the
+// binary from 91 MB to 44 MB. What is used of the API is two POSTs
+// (TokenReview, SubjectAccessReview) through pkg/kube.
 package server

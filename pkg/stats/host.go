@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -27,45 +29,29 @@ type host struct {
 // cpuTotal returns the CPU time the node spent not idle, in nanoseconds,
 // and the boot time.
 func (h host) cpuTotal() (usage uint64, boot time.Time, err error) {
-	data, err := os.ReadFile(filepath.Join(h.proc, "stat"))
+	proc, err := procfs.NewFS(h.proc)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	found := false
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		switch fields[0] {
-		case "cpu":
-			// user nice system idle iowait irq softirq steal (guest time
-			// is already part of user and nice).
-			if len(fields) < 9 {
-				return 0, time.Time{}, fmt.Errorf("%s/stat: short cpu line", h.proc)
-			}
-			var ticks uint64
-			for _, i := range []int{1, 2, 3, 6, 7, 8} {
-				v, err := strconv.ParseUint(fields[i], 10, 64)
-				if err != nil {
-					return 0, time.Time{}, fmt.Errorf("%s/stat: %w", h.proc, err)
-				}
-				ticks += v
-			}
-			usage = ticks * (uint64(time.Second) / userHZ)
-			found = true
-		case "btime":
-			if len(fields) > 1 {
-				if s, err := strconv.ParseInt(fields[1], 10, 64); err == nil {
-					boot = time.Unix(s, 0)
-				}
-			}
-		}
+	st, err := proc.Stat()
+	if err != nil {
+		return 0, time.Time{}, err
 	}
-	if !found {
+	c := st.CPUTotal
+	if c == (procfs.CPUStat{}) {
 		return 0, time.Time{}, fmt.Errorf("%s/stat: no cpu line", h.proc)
 	}
-	return usage, boot, nil
+	// user nice system idle iowait irq softirq steal (guest time is already
+	// part of user and nice). procfs gives seconds; summing whole ticks
+	// keeps the total exact.
+	var ticks uint64
+	for _, sec := range []float64{c.User, c.Nice, c.System, c.IRQ, c.SoftIRQ, c.Steal} {
+		ticks += uint64(math.Round(sec * userHZ))
+	}
+	if st.BootTime > 0 {
+		boot = time.Unix(int64(st.BootTime), 0)
+	}
+	return ticks * (uint64(time.Second) / userHZ), boot, nil
 }
 
 // memory returns node memory stats the way upstream computes them for the
@@ -73,30 +59,34 @@ func (h host) cpuTotal() (usage uint64, boot time.Time, err error) {
 // inactive file pages (what the kernel could drop), and available is what
 // is left of the total beside the working set.
 func (h host) memory(now metav1.Time) (*statsapi.MemoryStats, *statsapi.SwapStats, error) {
-	info, err := readKeyValues(filepath.Join(h.proc, "meminfo"), 1024)
+	proc, err := procfs.NewFS(h.proc)
 	if err != nil {
 		return nil, nil, err
 	}
-	total, free := info["MemTotal"], info["MemFree"]
+	info, err := proc.Meminfo()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s/meminfo: %w", h.proc, err)
+	}
+	total, free := deref(info.MemTotalBytes), deref(info.MemFreeBytes)
 	if total == 0 {
 		return nil, nil, fmt.Errorf("%s/meminfo: no MemTotal", h.proc)
 	}
 	usage := total - min(free, total)
-	ws := usage - min(info["Inactive(file)"], usage)
+	ws := usage - min(deref(info.InactiveFileBytes), usage)
 	m := &statsapi.MemoryStats{
 		Time:            now,
 		UsageBytes:      ptr(usage),
 		WorkingSetBytes: ptr(ws),
 		AvailableBytes:  ptr(total - ws),
-		RSSBytes:        ptr(info["AnonPages"]),
+		RSSBytes:        ptr(deref(info.AnonPagesBytes)),
 	}
 	if vm, err := readKeyValues(filepath.Join(h.proc, "vmstat"), 1); err == nil {
 		m.PageFaults = ptr(vm["pgfault"])
 		m.MajorPageFaults = ptr(vm["pgmajfault"])
 	}
 	var swap *statsapi.SwapStats
-	if st := info["SwapTotal"]; st > 0 {
-		sf := min(info["SwapFree"], st)
+	if st := deref(info.SwapTotalBytes); st > 0 {
+		sf := min(deref(info.SwapFreeBytes), st)
 		swap = &statsapi.SwapStats{Time: now, SwapAvailableBytes: ptr(sf), SwapUsageBytes: ptr(st - sf)}
 	}
 	return m, swap, nil
@@ -228,3 +218,11 @@ func fsStats(path string, now metav1.Time) (*statsapi.FsStats, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// deref is what procfs left nil (not reported by the kernel) as zero.
+func deref(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

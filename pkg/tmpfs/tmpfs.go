@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -44,9 +45,9 @@ func Ensure(dir string, perm os.FileMode, size int64) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("create volume directory: %w", err)
 	}
-	mounted, err := IsMountPoint(dir)
+	mounted, err := mountinfo.Mounted(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("mount check: %w", err)
 	}
 	if mounted {
 		return nil
@@ -55,21 +56,6 @@ func Ensure(dir string, perm os.FileMode, size int64) error {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}
 	return nil
-}
-
-// IsMountPoint reports whether dir is the root of a mounted filesystem
-// other than its parent's. A bind mount of a directory of the same
-// filesystem is not detected, which is fine for tmpfs: it always has its
-// own device.
-func IsMountPoint(dir string) (bool, error) {
-	var st, parent unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return false, fmt.Errorf("stat %s: %w", dir, err)
-	}
-	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
-		return false, fmt.Errorf("stat %s: %w", filepath.Dir(dir), err)
-	}
-	return st.Dev != parent.Dev, nil
 }
 
 // PodVolumesDir is where a pod's volumes live.
@@ -108,7 +94,7 @@ func UnmountPod(root, uid string) error {
 				continue
 			}
 			dir := filepath.Join(base, t.Name(), v.Name())
-			mounted, err := IsMountPoint(dir)
+			mounted, err := mountinfo.Mounted(dir)
 			if err != nil || !mounted {
 				errs = append(errs, err)
 				continue

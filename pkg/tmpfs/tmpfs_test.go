@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 func TestOptions(t *testing.T) {
@@ -34,7 +36,7 @@ func TestUnmountPodWithoutMounts(t *testing.T) {
 	if err := UnmountPod(root, "u"); err != nil {
 		t.Fatalf("plain directories: %v", err)
 	}
-	if m, err := IsMountPoint(root); err != nil || m {
+	if m, err := mountinfo.Mounted(root); err != nil || m {
 		t.Logf("temp dir is a mount point here (%v, %v)", m, err)
 	}
 }

@@ -56,7 +56,7 @@ func TestBind(t *testing.T) {
 	if err := Bind(req); !errors.Is(err, ErrEscapes) {
 		t.Fatalf("bind through a symlink to /: %v, want ErrEscapes", err)
 	}
-	if m, err := IsMountPoint(target); err != nil || m {
+	if m, err := mountinfo.Mounted(target); err != nil || m {
 		t.Errorf("old bind still mounted at the target after a refused rebind (%v)", err)
 	}
 

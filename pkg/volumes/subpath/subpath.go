@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -232,10 +233,12 @@ func describe(path string, err error) error {
 }
 
 // releaseTarget unmounts whatever is bound at target. Bounded: a target
-// carries no more binds than nodelet stacked there.
+// carries no more binds than nodelet stacked there. mountinfo.Mounted
+// follows a symlink at target; the unmount does not, so a symlink planted
+// there fails the bind instead of unmounting what it points to.
 func releaseTarget(target string) error {
 	for i := 0; i < 16; i++ {
-		mounted, err := IsMountPoint(target)
+		mounted, err := mountinfo.Mounted(target)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
@@ -245,7 +248,7 @@ func releaseTarget(target string) error {
 		if !mounted {
 			return nil
 		}
-		if err := unix.Unmount(target, unix.MNT_DETACH); err != nil {
+		if err := unix.Unmount(target, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
 			return fmt.Errorf("unmount old subPath bind %s: %w", target, err)
 		}
 	}
@@ -281,18 +284,4 @@ func prepareTarget(target string, isDir bool) error {
 		return fmt.Errorf("subPath target %s: %w", target, err)
 	}
 	return f.Close()
-}
-
-// IsMountPoint reports whether path (not followed if a symlink) is the root
-// of a mount. Unlike comparing st_dev with the parent, it sees bind mounts
-// from the same filesystem.
-func IsMountPoint(path string) (bool, error) {
-	var stx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS, &stx); err != nil {
-		return false, err
-	}
-	if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 {
-		return false, errors.New("kernel does not report mount roots (statx)")
-	}
-	return stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0, nil
 }
