@@ -125,23 +125,23 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	syncer := podsync.New(client, recorder, syncOpts)
 
 	merger := config.NewMerger(config.Incremental)
-	add(loop("config merger", merger.Run))
+	add(component{"config merger", merger.Run})
 	reporter := config.WithReporter(manifestReporter{recorder: recorder, node: nodeRef})
 	sources := 0
 	if opts.StaticPodPath != "" {
 		src := config.NewFileSource(opts.StaticPodPath, nodeName, opts.FileCheckFrequency, merger.Channel(pod.FileSource), reporter)
-		add(loop("manifest dir", src.Run))
+		add(component{"manifest dir", src.Run})
 		sources++
 	}
 	if opts.StaticPodURL != "" {
 		src := config.NewURLSource(opts.StaticPodURL, http.Header(opts.StaticPodURLHeader), nodeName, opts.HTTPCheckFrequency, merger.Channel(pod.HTTPSource), reporter)
-		add(loop("manifest URL", src.Run))
+		add(component{"manifest URL", src.Run})
 		sources++
 	}
 	var member agent.Cluster
 	if cl != nil {
 		src := config.NewAPISource(cl.client, nodeName, merger.Channel(pod.ApiserverSource))
-		add(loop("API pod source", src.Run))
+		add(component{"API pod source", src.Run})
 		sources++
 		var parts []component
 		member, parts = cl.podMember(pods, volumeProvider)
@@ -194,14 +194,14 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	if err != nil {
 		return nil, err
 	}
-	add(loop("image GC", imageGC.Run))
+	add(component{"image GC", imageGC.Run})
 
 	if cl != nil {
 		ctrl, err := cl.nodeController(nodeHost{runtime: client, diskPressure: imageGC.DiskPressure, runtimeHealthy: relister.Healthy}, recorder)
 		if err != nil {
 			return nil, err
 		}
-		add(loop("node status", ctrl.Run))
+		add(component{"node status", ctrl.Run})
 	}
 
 	healthChecks := []server.HealthCheck{{Name: "pleg", Check: relister.Healthy}}
@@ -233,7 +233,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	if err != nil {
 		return nil, err
 	}
-	add(loop("log rotation", rotateLogs))
+	add(component{"log rotation", rotateLogs})
 	if apiServer != nil {
 		d.servers = append(d.servers, apiServer)
 	}

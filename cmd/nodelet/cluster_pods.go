@@ -20,7 +20,7 @@ func (c *cluster) podMember(pods *pod.Manager, volumeProvider *volumes.Provider)
 	mirrors := mirror.NewClient(c.client, c.nodeName, pods)
 	statuses := apistatus.NewManager(c.client, pods, apistatus.Options{})
 	return podMember{mirrors: mirrors, statuses: statuses, volumes: volumeProvider},
-		[]component{loop("mirror pods", mirrors.Run), loop("pod status", statuses.Run)}
+		[]component{component{"mirror pods", mirrors.Run}, component{"pod status", statuses.Run}}
 }
 
 // podMember joins mirror pods and status sync into an agent.Cluster.

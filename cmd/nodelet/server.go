@@ -208,7 +208,7 @@ func selfSigned(opts *options.Options, d apiServerDeps) server.SelfSigned {
 
 // newLogRotator returns the container log rotation loop
 // (--container-log-max-size, --container-log-max-files).
-func newLogRotator(opts *options.Options, rt *cri.Client) (func(context.Context), error) {
+func newLogRotator(opts *options.Options, rt *cri.Client) (func(context.Context) error, error) {
 	r, err := logs.NewRotator(logs.RotatorConfig{
 		Runtime:  rt,
 		MaxSize:  opts.ContainerLogMaxSizeBytes(),
@@ -225,7 +225,7 @@ func newLogRotator(opts *options.Options, rt *cri.Client) (func(context.Context)
 // nodeAPI builds the node API server (nil when it is not to be served; the
 // reason is logged) and the container log rotation loop, which runs either
 // way.
-func nodeAPI(opts *options.Options, d apiServerDeps) (*server.Server, func(context.Context), error) {
+func nodeAPI(opts *options.Options, d apiServerDeps) (*server.Server, func(context.Context) error, error) {
 	rotate, err := newLogRotator(opts, d.runtime)
 	if err != nil {
 		return nil, nil, err

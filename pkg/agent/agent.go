@@ -44,7 +44,7 @@ type PodRuntime interface {
 
 // Relister reports runtime changes and keeps the latest runtime listing.
 type Relister interface {
-	Run(ctx context.Context)
+	Run(ctx context.Context) error
 	Changed() <-chan pleg.Change
 	Snapshot() []*runtime.Pod
 	// Absent reports whether the latest listing began after since and
@@ -182,7 +182,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); a.relister.Run(ctx) }()
+	go func() { defer wg.Done(); _ = a.relister.Run(ctx) }()
 	go func() { defer wg.Done(); a.housekeepingLoop(ctx) }()
 	defer func() {
 		wg.Wait()

@@ -84,8 +84,8 @@ type fakeRelister struct {
 	began    time.Time // when the snapshot's listing began; zero: none yet
 }
 
-func (r *fakeRelister) Run(ctx context.Context)     { <-ctx.Done() }
-func (r *fakeRelister) Changed() <-chan pleg.Change { return r.changed }
+func (r *fakeRelister) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+func (r *fakeRelister) Changed() <-chan pleg.Change   { return r.changed }
 
 // Absent: the fake's listing began at began and shows the snapshot's pods.
 func (r *fakeRelister) Absent(uid types.UID, since time.Time) bool {

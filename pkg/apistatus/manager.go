@@ -147,7 +147,7 @@ func (m *Manager) ForgetPod(uid types.UID) {
 }
 
 // Run writes until ctx is done.
-func (m *Manager) Run(ctx context.Context) {
+func (m *Manager) Run(ctx context.Context) error {
 	var wg wait.Group
 	wg.Start(func() { <-ctx.Done(); m.queue.ShutDown() })
 	for i := 0; i < m.opts.Workers; i++ {
@@ -158,6 +158,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	wg.StartWithContext(ctx, m.reconcileLoop)
 	wg.Wait()
+	return nil
 }
 
 // reconcileLoop queues every pod for a comparison with the API's view every

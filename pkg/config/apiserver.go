@@ -158,7 +158,7 @@ func (s *APISource) enqueue(obj any) {
 }
 
 // Run lists and watches until ctx is done.
-func (s *APISource) Run(ctx context.Context) {
+func (s *APISource) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); s.informer.RunWithContext(ctx) }()
@@ -167,13 +167,14 @@ func (s *APISource) Run(ctx context.Context) {
 
 	klog.InfoS("Waiting for the API server's pods of this node", "node", s.nodeName)
 	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
-		return
+		return nil
 	}
 	if !s.sendInitial(ctx) {
-		return
+		return nil
 	}
 	for s.processNext(ctx) {
 	}
+	return nil
 }
 
 // sendInitial sends the whole store as a SET. Notifications of the initial

@@ -102,7 +102,7 @@ func NewFileSource(path, nodeName string, period time.Duration, out chan<- PodUp
 
 // Run lists the manifests at once, then on every change and every period,
 // until ctx is done.
-func (s *FileSource) Run(ctx context.Context) {
+func (s *FileSource) Run(ctx context.Context) error {
 	var events <-chan fsnotify.Event
 	var watchErrs <-chan error
 	if w, err := fsnotify.NewWatcher(); err != nil {
@@ -135,7 +135,7 @@ func (s *FileSource) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-ticker.C:
 			if s.sync(ctx) {
 				arm(s.retryDelay)

@@ -141,12 +141,12 @@ func (m *Merger) Sources() sets.Set[string] {
 func (m *Merger) Updates() <-chan PodUpdate { return m.out }
 
 // Run merges until ctx is done. Call it once.
-func (m *Merger) Run(ctx context.Context) {
+func (m *Merger) Run(ctx context.Context) error {
 	m.mu.Lock()
 	if m.running {
 		m.mu.Unlock()
 		klog.ErrorS(nil, "Merger.Run called more than once; ignoring")
-		return
+		return nil
 	}
 	m.running = true
 	m.runCtx = ctx
@@ -164,10 +164,10 @@ func (m *Merger) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case in := <-m.in:
 			if !m.handle(ctx, in) {
-				return
+				return nil
 			}
 		}
 	}

@@ -71,8 +71,9 @@ func NewURLSource(url string, header http.Header, nodeName string, period time.D
 }
 
 // Run polls at once and then every period until ctx is done.
-func (s *URLSource) Run(ctx context.Context) {
+func (s *URLSource) Run(ctx context.Context) error {
 	wait.NonSlidingUntilWithContext(ctx, s.poll, s.period)
+	return nil
 }
 
 func (s *URLSource) poll(ctx context.Context) {

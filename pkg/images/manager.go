@@ -134,7 +134,7 @@ func NewManager(cfg Config) (*Manager, error) {
 
 // Run runs a pass now and then every Period until ctx is done. A failed pass
 // is logged and reported as an ImageGCFailed event; the next one runs on time.
-func (m *Manager) Run(ctx context.Context) {
+func (m *Manager) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("image-gc")
 	logger.Info("Starting image garbage collection", "period", m.period,
 		"highThresholdPercent", m.policy.HighThresholdPercent, "lowThresholdPercent", m.policy.LowThresholdPercent,
@@ -146,6 +146,7 @@ func (m *Manager) Run(ctx context.Context) {
 		}
 	}, m.period)
 	logger.Info("Stopped image garbage collection")
+	return nil
 }
 
 // DiskPressure reports whether the image filesystem was at or above the high

@@ -76,13 +76,14 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 }
 
 // Run checks every interval until ctx ends.
-func (r *Rotator) Run(ctx context.Context) {
+func (r *Rotator) Run(ctx context.Context) error {
 	_ = wait.PollUntilContextCancel(ctx, r.cfg.Interval, false, func(ctx context.Context) (bool, error) {
 		if err := r.RotateAll(ctx); err != nil && ctx.Err() == nil {
 			klog.ErrorS(err, "Container log rotation")
 		}
 		return false, nil
 	})
+	return nil
 }
 
 // RotateAll checks the log of every running container once. A failure on

@@ -81,13 +81,14 @@ func NewClient(client kube.Interface, nodeName string, pods *pod.Manager) *Clien
 }
 
 // Run runs the retry and orphan deletion worker until ctx is done.
-func (c *Client) Run(ctx context.Context) {
+func (c *Client) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); <-ctx.Done(); c.queue.ShutDown() }()
 	defer wg.Wait()
 	for c.processNext(ctx) {
 	}
+	return nil
 }
 
 // SyncMirror makes static's mirror current; mirror is the one the pod manager

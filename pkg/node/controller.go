@@ -151,7 +151,7 @@ func (c *Controller) forget(uid types.UID) bool {
 // Run registers the Node and keeps it and its Lease current until ctx is
 // done. It owns its goroutines (the watch, the lease renewal) and returns
 // only when they stopped.
-func (c *Controller) Run(ctx context.Context) {
+func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("node", c.cfg.NodeName)
 	ctx = klog.NewContext(ctx, logger)
 	c.event(v1.EventTypeNormal, EventStarting, "Starting nodelet.")
@@ -167,8 +167,9 @@ func (c *Controller) Run(ctx context.Context) {
 	var wg wait.Group
 	defer wg.Wait()
 	wg.StartWithContext(ctx, inf.RunWithContext)
-	wg.StartWithContext(ctx, c.lease.Run)
+	wg.StartWithContext(ctx, func(ctx context.Context) { _ = c.lease.Run(ctx) })
 	c.statusLoop(ctx)
+	return nil
 }
 
 // nodeInformer watches this node's Node only: a field selector on the

@@ -98,7 +98,7 @@ func (c *LeaseController) Kick() {
 }
 
 // Run renews the Lease until ctx is done.
-func (c *LeaseController) Run(ctx context.Context) {
+func (c *LeaseController) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("lease", klog.KRef(LeaseNamespace, c.nodeName))
 	logger.Info("Starting node lease renewal", "every", c.renew, "duration", time.Duration(c.duration)*time.Second)
 	b := newBackoff(c.renew)
@@ -107,7 +107,7 @@ func (c *LeaseController) Run(ctx context.Context) {
 		wait := wait.Jitter(c.renew, 0.04)
 		if err := c.sync(ctx); err != nil {
 			if ctx.Err() != nil {
-				return
+				return nil
 			}
 			wait = b.next()
 			logger.Error(err, "Failed to renew the node lease, will retry", "in", wait)
@@ -122,7 +122,7 @@ func (c *LeaseController) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			logger.Info("Stopped node lease renewal")
-			return
+			return nil
 		case <-time.After(wait):
 		case <-c.kick:
 		}

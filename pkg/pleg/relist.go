@@ -62,9 +62,10 @@ func New(lister Lister, period time.Duration) *Relister {
 func (r *Relister) Changed() <-chan Change { return r.changed }
 
 // Run relists until ctx is done.
-func (r *Relister) Run(ctx context.Context) {
+func (r *Relister) Run(ctx context.Context) error {
 	last := map[types.UID]string{}
 	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) { last = r.relist(ctx, last) }, r.period)
+	return nil
 }
 
 func (r *Relister) relist(ctx context.Context, last map[types.UID]string) map[types.UID]string {
