@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
@@ -447,7 +448,7 @@ spec:
 			t.Errorf("hosts-pod/own output lacks the node's %q:\n%s", want, log)
 		}
 	}
-	b, err := os.ReadFile(cri.HostsFilePath(n.RootDir, p.UID))
+	b, err := os.ReadFile(layout.EtcHostsFile(n.RootDir, p.UID))
 	if err != nil || !strings.Contains(string(b), "10.9.9.9 mine") {
 		t.Errorf("the pod's hosts file on the node (%v) lacks what the container appended:\n%s", err, b)
 	}

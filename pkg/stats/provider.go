@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
@@ -474,7 +475,7 @@ func (p *Provider) emptyDirs(uid types.UID, now metav1.Time) []statsapi.VolumeSt
 	if p.cfg.RootDir == "" {
 		return nil
 	}
-	base := filepath.Dir(cri.EmptyDirPath(p.cfg.RootDir, uid, "x"))
+	base := layout.PluginDir(p.cfg.RootDir, uid, layout.PluginEmptyDir)
 	entries, err := filepath.Glob(filepath.Join(base, "*"))
 	if err != nil || len(entries) == 0 {
 		return nil

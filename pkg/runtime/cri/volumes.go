@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/layout"
 )
 
 // Volumes: emptyDir (on disk) and hostPath are built in; projected volumes
@@ -17,18 +18,6 @@ import (
 // volumes, cluster mode only); everything else fails with ErrUnsupported
 // until volume plugins exist. Creating the directories is the caller's job
 // (it is I/O); this file only decides paths.
-
-// EmptyDirPath returns the directory backing a pod's emptyDir volume, in
-// the upstream layout.
-func EmptyDirPath(rootDir string, uid types.UID, volume string) string {
-	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~empty-dir", volume)
-}
-
-// ProjectedPath returns the directory backing a pod's projected volume, in
-// the upstream layout.
-func ProjectedPath(rootDir string, uid types.UID, volume string) string {
-	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~projected", volume)
-}
 
 // APIVolumePath returns the directory backing a volume whose content comes
 // from the API (configMap, secret, downwardAPI, projected), in the upstream
@@ -39,7 +28,7 @@ func APIVolumePath(rootDir string, uid types.UID, v *v1.Volume) (path string, ok
 	if plugin == "" {
 		return "", false
 	}
-	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~"+plugin, v.Name), true
+	return layout.VolumeDir(rootDir, uid, plugin, v.Name), true
 }
 
 // APIVolumePlugin names the upstream plugin directory of a volume with
@@ -48,13 +37,13 @@ func APIVolumePath(rootDir string, uid types.UID, v *v1.Volume) (path string, ok
 func APIVolumePlugin(v *v1.Volume) string {
 	switch {
 	case v.Secret != nil:
-		return "secret"
+		return layout.PluginSecret
 	case v.ConfigMap != nil:
-		return "configmap"
+		return layout.PluginConfigMap
 	case v.DownwardAPI != nil:
-		return "downward-api"
+		return layout.PluginDownwardAPI
 	case v.Projected != nil:
-		return "projected"
+		return layout.PluginProjected
 	}
 	return ""
 }
@@ -127,7 +116,7 @@ func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, erro
 		if opts.RootDir == "" {
 			return "", fmt.Errorf("volume %q: emptyDir needs a root directory, none configured", v.Name)
 		}
-		return EmptyDirPath(opts.RootDir, pod.UID, v.Name), nil
+		return layout.EmptyDir(opts.RootDir, pod.UID, v.Name), nil
 	case APIVolumePlugin(v) != "":
 		// Whether the content can be made was checked before (see
 		// podsync.VolumeProvider); the path is fixed either way.
@@ -158,18 +147,6 @@ type SubpathMount struct {
 // SubpathBinder makes a SubpathMount's Target show what its Path names in
 // the volume, or fails. It does the I/O ContainerConfig leaves out.
 type SubpathBinder func(SubpathMount) error
-
-// SubpathsDir returns the directory under which a pod's subPath binds live,
-// in the upstream layout.
-func SubpathsDir(rootDir string, uid types.UID) string {
-	return filepath.Join(rootDir, "pods", string(uid), "volume-subpaths")
-}
-
-// SubpathTarget returns where the subPath of a container's index-th volume
-// mount is bound: <root>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>.
-func SubpathTarget(rootDir string, uid types.UID, volume, container string, index int) string {
-	return filepath.Join(SubpathsDir(rootDir, uid), volume, container, strconv.Itoa(index))
-}
 
 // subPathOf returns a mount's subPath, with subPathExpr expanded against the
 // container's environment, checked as the API validation checks it: relative
@@ -230,7 +207,7 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, lookup fu
 				Volume:     v.Name,
 				VolumePath: hostPath,
 				Path:       sub,
-				Target:     SubpathTarget(opts.RootDir, pod.UID, v.Name, c.Name, i),
+				Target:     layout.SubpathTarget(opts.RootDir, pod.UID, v.Name, c.Name, i),
 			}
 			if err := bind(sm); err != nil {
 				return nil, fmt.Errorf("volume mount %q: %w", vm.Name, err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
@@ -35,7 +36,7 @@ func (p *podSync) writeEtcHosts(ctx context.Context, created bool, sandboxID str
 			return "", podIPs, nil
 		}
 	}
-	file = cri.HostsFilePath(root, pod.UID)
+	file = layout.EtcHostsFile(root, pod.UID)
 	if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {
 		return "", nil, fmt.Errorf("write hosts file: %w", err)
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
@@ -216,7 +216,7 @@ func (s *Syncer) RemovePod(ctx context.Context, status *runtime.PodStatus) error
 func (s *Syncer) removePodDirs(status *runtime.PodStatus) error {
 	var errs []error
 	if root := s.opts.Config.RootDir; root != "" && status.UID != "" {
-		errs = append(errs, cleanup.RemoveAll(filepath.Join(root, "pods", string(status.UID))))
+		errs = append(errs, cleanup.RemoveAll(layout.PodDir(root, status.UID)))
 	}
 	if logs := s.opts.Config.PodLogsDir; logs != "" && status.UID != "" && status.Name != "" {
 		errs = append(errs, cleanup.RemoveAll(cri.PodLogDir(logs, status.Namespace, status.Name, status.UID)))

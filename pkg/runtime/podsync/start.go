@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
@@ -100,7 +101,7 @@ func (s *Syncer) terminationMessageFile(pod *v1.Pod, c *v1.Container) (string, e
 	if filepath.Base(string(pod.UID)) != string(pod.UID) || filepath.Base(c.Name) != c.Name {
 		return "", fmt.Errorf("termination message file: bad pod UID %q or container name %q", pod.UID, c.Name)
 	}
-	dir := filepath.Join(root, "pods", string(pod.UID), "containers", c.Name)
+	dir := layout.ContainerDir(root, pod.UID, c.Name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("termination message file of container %q: %w", c.Name, err)
 	}
