@@ -526,7 +526,7 @@ func (e *env) startRaw(t *testing.T, pod *v1.Pod) map[string]time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrCfg, err := cri.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerParams{}, e.opts)
+	ctrCfg, _, err := cri.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerParams{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,9 +120,9 @@ type ContainerParams struct {
 	// runAsNonRoot and the user of a container that sets none.
 	ImageUID  *int64
 	ImageUser string
-	// BindSubpath binds the container's subPath mounts; a container with one
-	// fails without it.
-	BindSubpath SubpathBinder
+	// VolumePaths are the node paths of the pod's volumes by name, as
+	// prepared (VolumePaths); a mount of a volume missing here fails.
+	VolumePaths map[string]string
 	// TerminationMessageFile is the host file, created for this instance,
 	// mounted at the container's terminationMessagePath; "" mounts none.
 	TerminationMessageFile string
@@ -134,32 +134,32 @@ type ContainerParams struct {
 	EtcHostsFile string
 }
 
-// ContainerConfig builds the config of one container instance. It fails
-// for specs nodelet cannot honour yet (env sources other than values and
-// simple field references, unsupported volumes), rather than silently
-// running something else than asked.
-func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.ContainerConfig, error) {
+// ContainerConfig builds the config of one container instance, and the
+// subPath binds the caller must make (package volumes/subpath) before the
+// runtime can mount their targets. It fails for specs nodelet cannot honour
+// yet (env sources other than values and simple field references,
+// unsupported volumes), rather than silently running something else than
+// asked.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.ContainerConfig, []SubpathMount, error) {
 	env, err := containerEnv(pod, c, p, opts)
 	if err != nil {
-		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
 	if len(c.VolumeDevices) > 0 {
-		return nil, fmt.Errorf("container %q: volumeDevices %w", c.Name, ErrUnsupported)
+		return nil, nil, fmt.Errorf("container %q: volumeDevices %w", c.Name, ErrUnsupported)
 	}
 	// Upstream's runAsNonRoot messages name the pod and container already.
 	if err := security.VerifyRunAsNonRoot(pod, c, p.ImageUID, p.ImageUser); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sc, err := containerSecurityContext(pod, c, p, opts)
 	if err != nil {
-		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
-	// Last: binding subPaths is I/O, done only for a config that is
-	// otherwise complete.
 	lookup := envLookup(env)
-	mounts, err := containerMounts(pod, c, opts, lookup, p.BindSubpath)
+	mounts, binds, err := containerMounts(pod, c, opts, p.VolumePaths, lookup)
 	if err != nil {
-		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
 	if p.TerminationMessageFile != "" && c.TerminationMessagePath != "" {
 		mounts = append(mounts, &runtimeapi.Mount{HostPath: p.TerminationMessageFile, ContainerPath: c.TerminationMessagePath})
@@ -204,7 +204,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 			SecurityContext: sc,
 		},
 	}
-	return cfg, nil
+	return cfg, binds, nil
 }
 
 func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {

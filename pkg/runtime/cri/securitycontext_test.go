@@ -71,7 +71,7 @@ func TestContainerSecurityContext(t *testing.T) {
 			if tc.mut != nil {
 				tc.mut(p)
 			}
-			cfg, err := ContainerConfig(p, &p.Spec.Containers[0], tc.params, testOpts)
+			cfg, _, err := ContainerConfig(p, &p.Spec.Containers[0], tc.params, testOpts)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want %q", err, tc.err)

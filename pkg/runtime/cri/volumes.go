@@ -129,11 +129,29 @@ func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, erro
 	return "", fmt.Errorf("volume %q: volume type %s %w", v.Name, VolumeType(v), ErrUnsupported)
 }
 
+// VolumePaths returns the node path backing each of the pod's volumes (see
+// VolumeHostPath), by volume name: what the volume step of the pod-resource
+// pipeline prepares and container mounts refer to.
+func VolumePaths(pod *v1.Pod, opts ConfigOptions) (map[string]string, error) {
+	paths := make(map[string]string, len(pod.Spec.Volumes))
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		path, err := VolumeHostPath(pod, v, opts)
+		if err != nil {
+			return nil, err
+		}
+		paths[v.Name] = path
+	}
+	return paths, nil
+}
+
 // SubpathMount is a volume mount with a subPath (or subPathExpr), which the
 // runtime may mount only once it has been bound safely to Target (package
 // volumes/subpath): the subPath lies in a volume the pod can write, so the path
 // itself cannot be trusted.
 type SubpathMount struct {
+	// Mount names the volume mount, for errors.
+	Mount string
 	// Volume is the volume's name in the pod.
 	Volume string
 	// VolumePath is the node path backing the volume.
@@ -143,10 +161,6 @@ type SubpathMount struct {
 	// Target is the node-owned path to bind it to; the CRI mount's host path.
 	Target string
 }
-
-// SubpathBinder makes a SubpathMount's Target show what its Path names in
-// the volume, or fails. It does the I/O ContainerConfig leaves out.
-type SubpathBinder func(SubpathMount) error
 
 // subPathOf returns a mount's subPath, with subPathExpr expanded against the
 // container's environment, checked as the API validation checks it: relative
@@ -176,42 +190,45 @@ func subPathOf(vm *v1.VolumeMount, lookup func(string) (string, bool)) (string, 
 	return sub, nil
 }
 
-func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, lookup func(string) (string, bool), bind SubpathBinder) ([]*runtimeapi.Mount, error) {
+// containerMounts returns the container's volume mounts, given the node
+// paths of the pod's volumes, and the subPath binds the caller must make
+// before the runtime mounts their targets.
+func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, paths map[string]string, lookup func(string) (string, bool)) ([]*runtimeapi.Mount, []SubpathMount, error) {
 	if len(c.VolumeMounts) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	vols := make(map[string]*v1.Volume, len(pod.Spec.Volumes))
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
 	}
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
+	var binds []SubpathMount
 	for i := range c.VolumeMounts {
 		vm := &c.VolumeMounts[i]
 		v, ok := vols[vm.Name]
 		if !ok {
-			return nil, fmt.Errorf("volume mount %q: no such volume in the pod", vm.Name)
+			return nil, nil, fmt.Errorf("volume mount %q: no such volume in the pod", vm.Name)
 		}
-		hostPath, err := VolumeHostPath(pod, v, opts)
-		if err != nil {
-			return nil, err
+		hostPath, ok := paths[v.Name]
+		if !ok {
+			return nil, nil, fmt.Errorf("volume mount %q: volume not prepared", vm.Name)
 		}
 		sub, err := subPathOf(vm, lookup)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if sub != "" {
-			if bind == nil || opts.RootDir == "" {
-				return nil, fmt.Errorf("volume mount %q: subPath needs a root directory and a binder, none configured", vm.Name)
+			if opts.RootDir == "" {
+				return nil, nil, fmt.Errorf("volume mount %q: subPath needs a root directory, none configured", vm.Name)
 			}
 			sm := SubpathMount{
+				Mount:      vm.Name,
 				Volume:     v.Name,
 				VolumePath: hostPath,
 				Path:       sub,
 				Target:     layout.SubpathTarget(opts.RootDir, pod.UID, v.Name, c.Name, i),
 			}
-			if err := bind(sm); err != nil {
-				return nil, fmt.Errorf("volume mount %q: %w", vm.Name, err)
-			}
+			binds = append(binds, sm)
 			hostPath = sm.Target
 		}
 		m := &runtimeapi.Mount{
@@ -232,5 +249,5 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, lookup fu
 		}
 		mounts = append(mounts, m)
 	}
-	return mounts, nil
+	return mounts, binds, nil
 }

@@ -196,7 +196,9 @@ func (s *Syncer) RemovePod(ctx context.Context, status *runtime.PodStatus) error
 		errs = append(errs, fmt.Errorf("%d containers or sandboxes: %w", running, ErrStillRunning))
 	}
 	if len(errs) == 0 {
-		s.forgetVolumes(status.UID)
+		if err := s.teardownResources(ctx, status.UID); err != nil {
+			klog.ErrorS(err, "Could not tear down pod resources", "podUID", status.UID)
+		}
 		errs = append(errs, s.removePodDirs(status))
 		for _, cs := range status.Containers {
 			s.crash.forget(status.UID, cs.Name)

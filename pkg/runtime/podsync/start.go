@@ -21,7 +21,7 @@ import (
 // startContainer creates and starts one planned container instance. On
 // failure it returns the waiting reason to report along with the error.
 func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start, sandboxID string,
-	sbConfig *runtimeapi.PodSandboxConfig, img imageResult, podIPs []string, hostsFile string) (runtime.ContainerWaiting, error) {
+	sbConfig *runtimeapi.PodSandboxConfig, img imageResult, res Resources, podIPs []string, hostsFile string) (runtime.ContainerWaiting, error) {
 	msgFile, err := s.terminationMessageFile(pod, st.Spec)
 	if err != nil {
 		return runtime.ContainerWaiting{Reason: ReasonCreateContainerError, Message: err.Error()}, err
@@ -30,7 +30,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		RestartCount:           st.RestartCount,
 		ImageRef:               img.ref,
 		PodIPs:                 podIPs,
-		BindSubpath:            s.opts.BindSubpath,
+		VolumePaths:            res.VolumePaths,
 		TerminationMessageFile: msgFile,
 		EtcHostsFile:           hostsFile,
 		Warn: func(reason, message string) {
@@ -42,8 +42,14 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		params.ImageUID, params.ImageUser = user.uid, user.name
 	}
 	var cfg *runtimeapi.ContainerConfig
+	var binds []cri.SubpathMount
 	if err == nil {
-		cfg, err = cri.ContainerConfig(pod, st.Spec, params, s.opts.Config)
+		cfg, binds, err = cri.ContainerConfig(pod, st.Spec, params, s.opts.Config)
+	}
+	if err == nil {
+		// Last: binding subPaths is I/O, done only for a config that is
+		// otherwise complete.
+		err = s.bindSubpaths(st.Spec.Name, binds)
 	}
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)

@@ -118,7 +118,7 @@ type Options struct {
 	// BindSubpath binds a container's subPath mounts before it is created.
 	// nil binds them safely on this node (package volumes/subpath); tests
 	// without mount privileges pass their own.
-	BindSubpath cri.SubpathBinder
+	BindSubpath func(cri.SubpathMount) error
 }
 
 // Syncer executes pod plans against a container runtime.
@@ -131,6 +131,8 @@ type Syncer struct {
 	pulls    *pullBackoff
 	metrics  Metrics
 	hooks    HookRunner
+	// resources is the pod-resource pipeline (resourceHooks), in order.
+	resources []ResourceHook
 	// onPullProgress, when set (tests), is called at each progress report
 	// of a pull still going.
 	onPullProgress func(image string, elapsed time.Duration)
@@ -160,14 +162,15 @@ func New(rt Runtime, recorder record.EventRecorder, opts Options) *Syncer {
 		opts.BindSubpath = bindSubpath
 	}
 	return &Syncer{
-		rt:       rt,
-		recorder: recorder,
-		opts:     opts,
-		clock:    opts.Clock,
-		crash:    crashBackoff{b: flowcontrol.NewFakeBackOff(opts.CrashBackoffInitial, opts.CrashBackoffMax, opts.Clock)},
-		pulls:    newPullBackoff(flowcontrol.NewFakeBackOff(opts.ImageBackoffInitial, opts.ImageBackoffMax, opts.Clock)),
-		metrics:  opts.Metrics,
-		hooks:    hookRunner(rt, opts.Hooks),
+		rt:        rt,
+		recorder:  recorder,
+		opts:      opts,
+		clock:     opts.Clock,
+		crash:     crashBackoff{b: flowcontrol.NewFakeBackOff(opts.CrashBackoffInitial, opts.CrashBackoffMax, opts.Clock)},
+		pulls:     newPullBackoff(flowcontrol.NewFakeBackOff(opts.ImageBackoffInitial, opts.ImageBackoffMax, opts.Clock)),
+		metrics:   opts.Metrics,
+		hooks:     hookRunner(rt, opts.Hooks),
+		resources: resourceHooks(opts),
 	}
 }
 
@@ -233,7 +236,7 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 	case len(a.ContainersToStart) > 0:
 		p.start(ctx, a, killFailed)
 	case !a.KillPod:
-		p.keepVolumes(ctx)
+		p.keepResources(ctx)
 	}
 	s.prune(ctx, a.ContainersToRemove, a.SandboxesToRemove)
 }
@@ -242,7 +245,7 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 // order. Images are resolved (and pulled) while the sandbox is created.
 func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[string]bool) {
 	s, pod := p.s, p.pod
-	err := s.checkVolumes(pod)
+	err := s.checkSpec(pod)
 	if err == nil {
 		err = checkPullSecrets(pod)
 	}
@@ -279,7 +282,8 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 
 	images := s.resolveImages(ctx, pod, a.ContainersToStart, sbConfig)
 
-	if err := s.prepareVolumes(ctx, pod); err != nil {
+	res, err := s.prepareResources(ctx, pod)
+	if err != nil {
 		for _, st := range a.ContainersToStart {
 			p.wait(st.Name, ReasonContainerCreating, err.Error())
 		}
@@ -323,7 +327,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 			}
 			needIPs = false
 		}
-		if w, err := s.startContainer(ctx, pod, st, sandboxID, sbConfig, img, podIPs, hostsFile); err != nil {
+		if w, err := s.startContainer(ctx, pod, st, sandboxID, sbConfig, img, res, podIPs, hostsFile); err != nil {
 			p.wait(st.Name, w.Reason, w.Message)
 			p.fail(err)
 		}

@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
@@ -44,9 +43,23 @@ type VolumeProvider interface {
 // mode.
 var errNoProvider = errors.New("volumes with content from the API server need --kubeconfig")
 
-// checkVolumes fails for the first volume neither the Syncer nor the
-// provider can make.
-func (s *Syncer) checkVolumes(pod *v1.Pod) error {
+// volumeHook is the pod-resource pipeline's volume step: it makes emptyDir
+// and hostPath volumes itself and hands the others to the provider.
+type volumeHook struct {
+	config   cri.ConfigOptions
+	provider VolumeProvider
+}
+
+var (
+	_ SpecChecker   = (*volumeHook)(nil)
+	_ RunningKeeper = (*volumeHook)(nil)
+)
+
+func (*volumeHook) Name() string { return "volumes" }
+
+// CheckSpec fails for the first volume neither the hook nor the provider
+// can make.
+func (h *volumeHook) CheckSpec(pod *v1.Pod) error {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if cri.IsBuiltinVolume(v) {
@@ -55,32 +68,29 @@ func (s *Syncer) checkVolumes(pod *v1.Pod) error {
 			}
 			continue
 		}
-		if s.opts.Volumes == nil {
+		if h.provider == nil {
 			err := cri.CheckVolume(v)
 			if v.Projected != nil {
 				err = fmt.Errorf("%w (%w)", err, errNoProvider)
 			}
 			return err
 		}
-		if err := s.opts.Volumes.Check(pod, v); err != nil {
+		if err := h.provider.Check(pod, v); err != nil {
 			return fmt.Errorf("volume %q: %w", v.Name, err)
 		}
 	}
 	return nil
 }
 
-// keepVolumes hands a pod that runs and has nothing to start to the
+// KeepRunning hands a pod that runs and has nothing to start to the
 // provider, which then keeps its volumes current. After a restart of
 // nodelet that is how the provider learns of the pods it adopted; for a
 // pod it knows, Prepare does nothing.
-func (p *podSync) keepVolumes(ctx context.Context) {
-	s := p.s
-	if s.opts.Volumes == nil || !hasProvidedVolumes(p.pod) || !p.anyRunning() {
-		return
+func (h *volumeHook) KeepRunning(ctx context.Context, pod *v1.Pod) error {
+	if h.provider == nil || !hasProvidedVolumes(pod) {
+		return nil
 	}
-	if err := s.opts.Volumes.Prepare(ctx, p.pod); err != nil {
-		p.fail(err)
-	}
+	return h.provider.Prepare(ctx, pod)
 }
 
 func (p *podSync) anyRunning() bool {
@@ -104,23 +114,28 @@ func hasProvidedVolumes(pod *v1.Pod) bool {
 	return false
 }
 
-// forgetVolumes tells the provider a pod is gone and unmounts the tmpfs
-// mounts of its volumes (Memory emptyDirs, the provider's secrets and
-// tokens), so that removing the pod directory finds plain directories.
-func (s *Syncer) forgetVolumes(uid types.UID) {
-	if s.opts.Volumes != nil && uid != "" {
-		s.opts.Volumes.Cleanup(uid)
+// Teardown tells the provider a pod is gone and unmounts the tmpfs mounts
+// of its volumes (Memory emptyDirs, the provider's secrets and tokens), so
+// that removing the pod directory finds plain directories.
+func (h *volumeHook) Teardown(_ context.Context, uid types.UID) error {
+	if h.provider != nil && uid != "" {
+		h.provider.Cleanup(uid)
 	}
-	if err := tmpfs.UnmountPod(s.opts.Config.RootDir, string(uid)); err != nil {
-		klog.ErrorS(err, "Could not unmount pod volumes", "podUID", uid)
+	if err := tmpfs.UnmountPod(h.config.RootDir, string(uid)); err != nil {
+		return fmt.Errorf("unmount pod volumes: %w", err)
 	}
+	return nil
 }
 
-// prepareVolumes makes the node side of a pod's volumes exist: emptyDir
+// Prepare makes the node side of a pod's volumes exist: emptyDir
 // directories, hostPath paths per their type (created for ...OrCreate,
 // checked otherwise), and the provider's volumes. Unsupported volume types
-// were rejected before (checkVolumes).
-func (s *Syncer) prepareVolumes(ctx context.Context, pod *v1.Pod) error {
+// were rejected before (CheckSpec).
+func (h *volumeHook) Prepare(ctx context.Context, pod *v1.Pod) (Resources, error) {
+	paths, err := cri.VolumePaths(pod, h.config)
+	if err != nil {
+		return Resources{}, err
+	}
 	provided := false
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
@@ -128,33 +143,32 @@ func (s *Syncer) prepareVolumes(ctx context.Context, pod *v1.Pod) error {
 			provided = true
 			continue
 		}
-		path, err := cri.VolumeHostPath(pod, v, s.opts.Config)
-		if err != nil {
-			return err
-		}
+		path := paths[v.Name]
 		if v.EmptyDir != nil {
 			if v.EmptyDir.Medium == v1.StorageMediumMemory {
 				if err := memoryEmptyDir(path, v.EmptyDir.SizeLimit); err != nil {
-					return fmt.Errorf("volume %q: %w", v.Name, err)
+					return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
 				}
 			}
 			// World-writable like upstream: containers may run as any user.
 			if err := os.MkdirAll(path, 0o777); err != nil {
-				return fmt.Errorf("volume %q: %w", v.Name, err)
+				return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
 			}
 			if err := setEmptyDirMode(path, pod); err != nil {
-				return fmt.Errorf("volume %q: %w", v.Name, err)
+				return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
 			}
 			continue
 		}
 		if err := checkHostPath(path, cri.HostPathType(v)); err != nil {
-			return fmt.Errorf("volume %q: %w", v.Name, err)
+			return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
 		}
 	}
-	if provided && s.opts.Volumes != nil {
-		return s.opts.Volumes.Prepare(ctx, pod)
+	if provided && h.provider != nil {
+		if err := h.provider.Prepare(ctx, pod); err != nil {
+			return Resources{}, err
+		}
 	}
-	return nil
+	return Resources{VolumePaths: paths}, nil
 }
 
 // memoryEmptyDir mounts a tmpfs for an emptyDir with medium Memory, sized
