@@ -44,6 +44,16 @@ func (c *clusterEnv) volumeProvider(ctx context.Context, allocatable v1.Resource
 	return p
 }
 
+// objectSource returns the reader of the config maps and secrets env vars
+// and pull secrets refer to: the volume provider, which watches them. nil
+// without a cluster; volumeProvider must have run before.
+func (c *clusterEnv) objectSource() podsync.ObjectSource {
+	if c == nil || c.volumes == nil {
+		return nil
+	}
+	return c.volumes
+}
+
 // clusterPods looks pods up in the pod manager, which run sets on c after
 // building the syncer. The refresher looks only pods up that it was asked
 // to prepare, which happens after that, so it never sees c.pods unset.

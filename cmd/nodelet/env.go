@@ -17,16 +17,12 @@ import (
 // withEnvSources adds to cfg what container environments are resolved
 // from: the node's allocatable resources (resourceFieldRef without a
 // limit; nodeAllocatable, shared with the volume provider) and, in cluster
-// mode, config maps and secrets read through the volume provider, which
-// watches them, and the service variables from a service informer running
-// until ctx is done. volumeProvider must have run before.
+// mode, the service variables from a service informer running until ctx is
+// done.
 func (c *clusterEnv) withEnvSources(ctx context.Context, allocatable v1.ResourceList, cfg cri.ConfigOptions) cri.ConfigOptions {
 	cfg.NodeAllocatable = allocatable
 	if c == nil {
 		return cfg
-	}
-	if c.volumes != nil {
-		cfg.Objects = c.volumes
 	}
 	services := servicenv.NewSource(c.client)
 	go services.Run(ctx)

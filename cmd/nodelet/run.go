@@ -108,6 +108,7 @@ func run(ctx context.Context, opts *options.Options) error {
 		ResolvConf:     opts.ResolvConf,
 		Metrics:        metrics.RuntimeOperations{},
 		Volumes:        volumeProvider,
+		Objects:        cl.objectSource(),
 		Probes:         func(uid types.UID) plan.Probes { return probes.View(uid) },
 	})
 

@@ -36,9 +36,6 @@ type ConfigOptions struct {
 	// HostDNS is the node's resolver configuration (see ParseResolvConf).
 	// Nil means "let the runtime copy the node's /etc/resolv.conf".
 	HostDNS *runtimeapi.DNSConfig
-	// Objects reads config maps and secrets for env vars (cluster mode);
-	// without it such references fail the container.
-	Objects EnvObjects
 	// NodeAllocatable is what a resourceFieldRef to an unset limit reads.
 	NodeAllocatable v1.ResourceList
 	// ServiceEnv, when set, returns the service variables of a pod
@@ -120,6 +117,10 @@ type ContainerParams struct {
 	// runAsNonRoot and the user of a container that sets none.
 	ImageUID  *int64
 	ImageUser string
+	// EnvObjects are the config maps and secrets the container's
+	// environment refers to, as read; nil (no API client): such references
+	// fail the container.
+	EnvObjects *EnvObjects
 	// VolumePaths are the node paths of the pod's volumes by name, as
 	// prepared (VolumePaths); a mount of a volume missing here fails.
 	VolumePaths map[string]string

@@ -44,6 +44,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 	var cfg *runtimeapi.ContainerConfig
 	var binds []cri.SubpathMount
 	if err == nil {
+		params.EnvObjects = s.readEnvObjects(ctx, pod, st.Spec)
 		cfg, binds, err = cri.ContainerConfig(pod, st.Spec, params, s.opts.Config)
 	}
 	if err == nil {

@@ -102,6 +102,9 @@ type Options struct {
 	// RuntimeClasses resolves a pod's runtimeClassName to a CRI runtime
 	// handler. nil (standalone): pods naming a RuntimeClass are refused.
 	RuntimeClasses RuntimeClasses
+	// Objects reads config maps and secrets for env vars and pull secrets
+	// (cluster mode); without it such references fail the container.
+	Objects ObjectSource
 	// Volumes makes the volumes with content from the API server
 	// (projected service-account tokens, ...). nil (standalone): such
 	// volumes fail the pod as unsupported.
