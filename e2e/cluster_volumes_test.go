@@ -26,7 +26,7 @@ import (
 	"github.com/nodelet/nodelet/e2e/framework"
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/layout"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
@@ -357,7 +357,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	logFile := filepath.Join(cri.PodLogDir(n.LogDir, "default", "sa-check", types.UID(uid)), cri.ContainerLogPath("check", 0))
+	logFile := filepath.Join(criconfig.PodLogDir(n.LogDir, "default", "sa-check", types.UID(uid)), criconfig.ContainerLogPath("check", 0))
 	var log string
 	deadline := time.Now().Add(90 * time.Second)
 	for {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/servicenv"
 	"github.com/nodelet/nodelet/pkg/tmpfs"
 )
@@ -19,7 +19,7 @@ import (
 // limit; nodeAllocatable, shared with the volume provider) and, in cluster
 // mode, the service variables from a service informer running until ctx is
 // done.
-func (c *clusterEnv) withEnvSources(ctx context.Context, allocatable v1.ResourceList, cfg cri.ConfigOptions) cri.ConfigOptions {
+func (c *clusterEnv) withEnvSources(ctx context.Context, allocatable v1.ResourceList, cfg criconfig.ConfigOptions) criconfig.ConfigOptions {
 	cfg.NodeAllocatable = allocatable
 	if c == nil {
 		return cfg

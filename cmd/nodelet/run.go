@@ -28,6 +28,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/prober"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 	"github.com/nodelet/nodelet/pkg/server"
@@ -99,7 +100,7 @@ func run(ctx context.Context, opts *options.Options) error {
 	allocatable := nodeAllocatable(opts.RootDir)
 	volumeProvider := cl.volumeProvider(ctx, allocatable)
 	syncer := podsync.New(client, recorder, podsync.Options{
-		Config: cl.withEnvSources(ctx, allocatable, cri.ConfigOptions{
+		Config: cl.withEnvSources(ctx, allocatable, criconfig.ConfigOptions{
 			PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
 			NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
 			SeccompDefault: opts.SeccompDefault, UserNamespaces: features.userNamespaces,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // fakeProc writes a minimal /proc tree: node CPU, memory, network and one
@@ -167,7 +168,7 @@ func TestSummary(t *testing.T) {
 		return 42, nil
 	})
 	// Logs: 2 files of app; an emptyDir volume with a file.
-	appLogs := filepath.Join(cri.PodLogDir(logsDir, "default", "web", "uid-web"), "app")
+	appLogs := filepath.Join(criconfig.PodLogDir(logsDir, "default", "web", "uid-web"), "app")
 	os.MkdirAll(appLogs, 0o755)
 	os.WriteFile(filepath.Join(appLogs, "0.log"), make([]byte, 10000), 0o644)
 	os.WriteFile(filepath.Join(appLogs, "1.log"), make([]byte, 10000), 0o644)

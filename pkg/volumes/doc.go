@@ -25,7 +25,7 @@
 // the pods using it within a second and wakes those pods (a pod waiting for
 // a missing object starts as soon as it exists); tokens are renewed at 80 %
 // of their lifetime or after 24 h. Downward API files (metadata fields, and
-// container resources through cri.ResourceFieldValue, the function env vars
+// container resources through criconfig.ResourceFieldValue, the function env vars
 // use) are rewritten by the Prepare of the sync that a pod update causes
 // when its labels, annotations or resources changed. Teardown unmounts a
 // removed pod's tmpfs.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 	"github.com/nodelet/nodelet/pkg/layout"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 type providerHarness struct {
@@ -275,7 +275,7 @@ func TestProviderPrepareRewritesChangedLabels(t *testing.T) {
 	read := func(file string) string {
 		t.Helper()
 		vol := &pod.Spec.Volumes[len(pod.Spec.Volumes)-1]
-		dir, _ := cri.APIVolumePath(h.root, pod.UID, vol)
+		dir, _ := criconfig.APIVolumePath(h.root, pod.UID, vol)
 		b, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			t.Fatal(err)

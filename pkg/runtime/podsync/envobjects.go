@@ -7,7 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nodelet/nodelet/pkg/pod"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // ObjectSource reads the config maps and secrets pods refer to (env vars,
@@ -19,23 +19,23 @@ type ObjectSource interface {
 }
 
 // readEnvObjects reads what c's environment refers to, for
-// cri.ContainerConfig, which does no I/O. nil without a source, and for a
+// criconfig.ContainerConfig, which does no I/O. nil without a source, and for a
 // static pod, which may not read API objects (the config says why).
-func (s *Syncer) readEnvObjects(ctx context.Context, p *v1.Pod, c *v1.Container) *cri.EnvObjects {
+func (s *Syncer) readEnvObjects(ctx context.Context, p *v1.Pod, c *v1.Container) *criconfig.EnvObjects {
 	src := s.opts.Objects
 	if src == nil || pod.IsStatic(p) {
 		return nil
 	}
-	objs := &cri.EnvObjects{}
-	for _, ref := range cri.EnvObjectRefs(c) {
+	objs := &criconfig.EnvObjects{}
+	for _, ref := range criconfig.EnvObjectRefs(c) {
 		var err error
 		switch ref.Kind {
-		case cri.KindConfigMap:
+		case criconfig.KindConfigMap:
 			var cm *v1.ConfigMap
 			if cm, err = src.ConfigMap(ctx, p, ref.Name); err == nil {
 				setObject(&objs.ConfigMaps, ref.Name, cm)
 			}
-		case cri.KindSecret:
+		case criconfig.KindSecret:
 			var sec *v1.Secret
 			if sec, err = src.Secret(ctx, p, ref.Name); err == nil {
 				setObject(&objs.Secrets, ref.Name, sec)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 	"github.com/nodelet/nodelet/pkg/volumes/cleanup"
 )
@@ -221,7 +221,7 @@ func (s *Syncer) removePodDirs(status *runtime.PodStatus) error {
 		errs = append(errs, cleanup.RemoveAll(layout.PodDir(root, status.UID)))
 	}
 	if logs := s.opts.Config.PodLogsDir; logs != "" && status.UID != "" && status.Name != "" {
-		errs = append(errs, cleanup.RemoveAll(cri.PodLogDir(logs, status.Namespace, status.Name, status.UID)))
+		errs = append(errs, cleanup.RemoveAll(criconfig.PodLogDir(logs, status.Namespace, status.Name, status.UID)))
 	}
 	return errors.Join(errs...)
 }

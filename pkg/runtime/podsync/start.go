@@ -14,7 +14,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 )
 
@@ -26,7 +26,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 	if err != nil {
 		return runtime.ContainerWaiting{Reason: ReasonCreateContainerError, Message: err.Error()}, err
 	}
-	params := cri.ContainerParams{
+	params := criconfig.ContainerParams{
 		RestartCount:           st.RestartCount,
 		ImageRef:               img.ref,
 		PodIPs:                 podIPs,
@@ -42,10 +42,10 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		params.ImageUID, params.ImageUser = user.uid, user.name
 	}
 	var cfg *runtimeapi.ContainerConfig
-	var binds []cri.SubpathMount
+	var binds []criconfig.SubpathMount
 	if err == nil {
 		params.EnvObjects = s.readEnvObjects(ctx, pod, st.Spec)
-		cfg, binds, err = cri.ContainerConfig(pod, st.Spec, params, s.opts.Config)
+		cfg, binds, err = criconfig.ContainerConfig(pod, st.Spec, params, s.opts.Config)
 	}
 	if err == nil {
 		// Last: binding subPaths is I/O, done only for a config that is

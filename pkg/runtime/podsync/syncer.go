@@ -26,6 +26,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/lifecycle"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 )
@@ -85,7 +86,7 @@ type Options struct {
 	// Config are the node facts sandbox and container configs are built
 	// with. Config.HostDNS is filled from ResolvConf at each sandbox
 	// creation and need not be set.
-	Config cri.ConfigOptions
+	Config criconfig.ConfigOptions
 	// ResolvConf is the node resolver file for pods using the node's DNS;
 	// "" lets the runtime copy its own /etc/resolv.conf.
 	ResolvConf string
@@ -121,7 +122,7 @@ type Options struct {
 	// BindSubpath binds a container's subPath mounts before it is created.
 	// nil binds them safely on this node (package volumes/subpath); tests
 	// without mount privileges pass their own.
-	BindSubpath func(cri.SubpathMount) error
+	BindSubpath func(criconfig.SubpathMount) error
 }
 
 // Syncer executes pod plans against a container runtime.
@@ -273,7 +274,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 		}
 		cfgOpts.HostDNS = dns
 	}
-	sbConfig, err := cri.SandboxConfig(pod, attempt, cfgOpts)
+	sbConfig, err := criconfig.SandboxConfig(pod, attempt, cfgOpts)
 	if err != nil {
 		if a.CreateSandbox {
 			// Upstream's wording: the pod stays pending with this event.
@@ -322,7 +323,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 			p.fail(img.err)
 			continue
 		}
-		if needIPs && (cri.NeedsPodIP(st.Spec) || hookNeedsPodIP(st.Spec)) {
+		if needIPs && (criconfig.NeedsPodIP(st.Spec) || hookNeedsPodIP(st.Spec)) {
 			podIPs, err = p.podIPs(ctx, a.CreateSandbox, sandboxID)
 			if err != nil {
 				p.fail(err)
@@ -468,7 +469,7 @@ func readResolvConf(path string) (*runtimeapi.DNSConfig, error) {
 		return nil, fmt.Errorf("node resolver config: %w", err)
 	}
 	defer f.Close()
-	cfg, err := cri.ParseResolvConf(f)
+	cfg, err := criconfig.ParseResolvConf(f)
 	if err != nil {
 		return nil, fmt.Errorf("node resolver config %s: %w", path, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/tmpfs"
 )
 
@@ -21,10 +21,10 @@ import (
 // (projected service-account token, config map, secret and downward API
 // volumes) and keeps them current while the pod runs. The Syncer makes
 // emptyDir and hostPath volumes itself; every other volume is the
-// provider's, at its cri.VolumeHostPath. Cluster mode only: without one
+// provider's, at its criconfig.VolumeHostPath. Cluster mode only: without one
 // (standalone) such volumes fail the pod as unsupported.
 type VolumeProvider interface {
-	// Check fails, wrapping cri.ErrUnsupported, for a volume of pod it
+	// Check fails, wrapping criconfig.ErrUnsupported, for a volume of pod it
 	// cannot make, including volumes of types it does not know. It does
 	// no I/O: a failure is a property of the spec.
 	Check(pod *v1.Pod, v *v1.Volume) error
@@ -46,7 +46,7 @@ var errNoProvider = errors.New("volumes with content from the API server need --
 // volumeHook is the pod-resource pipeline's volume step: it makes emptyDir
 // and hostPath volumes itself and hands the others to the provider.
 type volumeHook struct {
-	config   cri.ConfigOptions
+	config   criconfig.ConfigOptions
 	provider VolumeProvider
 }
 
@@ -62,14 +62,14 @@ func (*volumeHook) Name() string { return "volumes" }
 func (h *volumeHook) CheckSpec(pod *v1.Pod) error {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if cri.IsBuiltinVolume(v) {
-			if err := cri.CheckVolume(v); err != nil {
+		if criconfig.IsBuiltinVolume(v) {
+			if err := criconfig.CheckVolume(v); err != nil {
 				return err
 			}
 			continue
 		}
 		if h.provider == nil {
-			err := cri.CheckVolume(v)
+			err := criconfig.CheckVolume(v)
 			if v.Projected != nil {
 				err = fmt.Errorf("%w (%w)", err, errNoProvider)
 			}
@@ -107,7 +107,7 @@ func (p *podSync) anyRunning() bool {
 
 func hasProvidedVolumes(pod *v1.Pod) bool {
 	for i := range pod.Spec.Volumes {
-		if !cri.IsBuiltinVolume(&pod.Spec.Volumes[i]) {
+		if !criconfig.IsBuiltinVolume(&pod.Spec.Volumes[i]) {
 			return true
 		}
 	}
@@ -132,14 +132,14 @@ func (h *volumeHook) Teardown(_ context.Context, uid types.UID) error {
 // checked otherwise), and the provider's volumes. Unsupported volume types
 // were rejected before (CheckSpec).
 func (h *volumeHook) Prepare(ctx context.Context, pod *v1.Pod) (Resources, error) {
-	paths, err := cri.VolumePaths(pod, h.config)
+	paths, err := criconfig.VolumePaths(pod, h.config)
 	if err != nil {
 		return Resources{}, err
 	}
 	provided := false
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if !cri.IsBuiltinVolume(v) {
+		if !criconfig.IsBuiltinVolume(v) {
 			provided = true
 			continue
 		}
@@ -159,7 +159,7 @@ func (h *volumeHook) Prepare(ctx context.Context, pod *v1.Pod) (Resources, error
 			}
 			continue
 		}
-		if err := checkHostPath(path, cri.HostPathType(v)); err != nil {
+		if err := checkHostPath(path, criconfig.HostPathType(v)); err != nil {
 			return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
 		}
 	}

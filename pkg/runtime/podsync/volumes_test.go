@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // fakeVolumes is a VolumeProvider that records what it is asked.
@@ -23,7 +23,7 @@ type fakeVolumes struct {
 
 func (f *fakeVolumes) Check(_ *v1.Pod, v *v1.Volume) error {
 	if v.Projected == nil {
-		return fmt.Errorf("volume type %s %w", cri.VolumeType(v), cri.ErrUnsupported)
+		return fmt.Errorf("volume type %s %w", criconfig.VolumeType(v), criconfig.ErrUnsupported)
 	}
 	return f.checkErr
 }
@@ -80,7 +80,7 @@ func TestSyncPodProvidedVolume(t *testing.T) {
 func TestSyncPodProvidedVolumeFailures(t *testing.T) {
 	t.Run("unsupported: config error, no runtime calls", func(t *testing.T) {
 		h := newHarness(t)
-		h.withVolumes(&fakeVolumes{checkErr: fmt.Errorf("projected source clusterTrustBundle %w", cri.ErrUnsupported)})
+		h.withVolumes(&fakeVolumes{checkErr: fmt.Errorf("projected source clusterTrustBundle %w", criconfig.ErrUnsupported)})
 		res := h.sync(projectedPod())
 		want := `volume "kube-api-access-x": projected source clusterTrustBundle not supported yet`
 		if res.Err == nil || !strings.Contains(res.Err.Error(), want) || !errors.Is(res.Err, ErrCreateContainerConfig) {
@@ -112,7 +112,7 @@ func TestSyncPodProvidedVolumeFailures(t *testing.T) {
 		h := newHarness(t)
 		res := h.sync(projectedPod())
 		want := `volume "kube-api-access-x": volume type projected not supported yet (volumes with content from the API server need --kubeconfig)`
-		if res.Err == nil || !strings.Contains(res.Err.Error(), want) || !errors.Is(res.Err, cri.ErrUnsupported) {
+		if res.Err == nil || !strings.Contains(res.Err.Error(), want) || !errors.Is(res.Err, criconfig.ErrUnsupported) {
 			t.Fatalf("Err = %v, want %q", res.Err, want)
 		}
 	})

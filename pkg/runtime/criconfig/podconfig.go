@@ -1,4 +1,4 @@
-package cri
+package criconfig
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/security"
 )
 
@@ -58,7 +59,7 @@ func ContainerLogPath(name string, restartCount int) string {
 
 // SandboxConfig builds the sandbox config of a pod for the given attempt.
 func SandboxConfig(pod *v1.Pod, attempt uint32, opts ConfigOptions) (*runtimeapi.PodSandboxConfig, error) {
-	id := SandboxIdentity{
+	id := cri.SandboxIdentity{
 		PodName:      pod.Name,
 		PodNamespace: pod.Namespace,
 		PodUID:       pod.UID,
@@ -168,7 +169,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 	if m := etcHostsMount(c, p.EtcHostsFile); m != nil {
 		mounts = append(mounts, m)
 	}
-	id := ContainerIdentity{
+	id := cri.ContainerIdentity{
 		PodName:                  pod.Name,
 		PodNamespace:             pod.Namespace,
 		PodUID:                   pod.UID,

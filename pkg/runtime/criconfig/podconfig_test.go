@@ -1,4 +1,4 @@
-package cri
+package criconfig
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
 var testOpts = ConfigOptions{
@@ -50,7 +51,7 @@ func TestSandboxConfig(t *testing.T) {
 	if cfg.Hostname != "web" || cfg.LogDirectory != "/var/log/pods/prod_web_uid-1" {
 		t.Errorf("hostname %q, log dir %q", cfg.Hostname, cfg.LogDirectory)
 	}
-	if cfg.Labels["app"] != "web" || cfg.Labels[LabelPodUID] != "uid-1" || cfg.Annotations["kubernetes.io/config.source"] != "file" {
+	if cfg.Labels["app"] != "web" || cfg.Labels[cri.LabelPodUID] != "uid-1" || cfg.Annotations["kubernetes.io/config.source"] != "file" {
 		t.Errorf("labels %v annotations %v", cfg.Labels, cfg.Annotations)
 	}
 	wantPorts := []*runtimeapi.PortMapping{{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 80, HostPort: 8080}}
@@ -75,7 +76,7 @@ func TestSandboxConfig(t *testing.T) {
 	if ns.Network != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_NODE || ns.Ipc != runtimeapi.NamespaceMode_NODE {
 		t.Errorf("host namespaces = %v", ns)
 	}
-	if cfg.Hostname != "" || cfg.Annotations[AnnotationSandboxHostNetwork] != "true" {
+	if cfg.Hostname != "" || cfg.Annotations[cri.AnnotationSandboxHostNetwork] != "true" {
 		t.Errorf("host network: hostname %q, annotations %v", cfg.Hostname, cfg.Annotations)
 	}
 	if !cfg.Linux.SecurityContext.Privileged {
@@ -197,7 +198,7 @@ func TestContainerConfig(t *testing.T) {
 	if cfg.WorkingDir != "/work" || !cfg.Tty || !cfg.Stdin {
 		t.Errorf("workdir/tty/stdin = %q %v %v", cfg.WorkingDir, cfg.Tty, cfg.Stdin)
 	}
-	id, err := ParseContainerIdentity(cfg.Labels, cfg.Annotations)
+	id, err := cri.ParseContainerIdentity(cfg.Labels, cfg.Annotations)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,3 +433,5 @@ func TestNeedsPodIP(t *testing.T) {
 		t.Error("status.podIPs needs the pod IP")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
