@@ -34,6 +34,9 @@ type ConfigOptions struct {
 	// UserNamespaces is whether the runtime supports pods in their own
 	// user namespace (CRI Status, default handler).
 	UserNamespaces bool
+	// MaskedPaths is what a container with the default procMount has
+	// masked (see MaskedPaths); nil: MaskedPaths().
+	MaskedPaths []string
 	// HostDNS is the node's resolver configuration (see ParseResolvConf).
 	// Nil means "let the runtime copy the node's /etc/resolv.conf".
 	HostDNS *runtimeapi.DNSConfig

@@ -101,3 +101,17 @@ func TestSandboxRefusesUserNamespace(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestMaskedPathsFromOptions(t *testing.T) {
+	p := configPod()
+	opts := testOpts
+	opts.MaskedPaths = MaskedPaths("/sys/devices/system/cpu/cpu0/thermal_throttle")
+	cfg, _, err := ContainerConfig(p, &p.Spec.Containers[0], ContainerParams{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.Linux.SecurityContext.MaskedPaths
+	if len(got) != len(defaultMaskedPaths)+1 || got[len(got)-1] != "/sys/devices/system/cpu/cpu0/thermal_throttle" {
+		t.Errorf("masked paths = %v", got)
+	}
+}

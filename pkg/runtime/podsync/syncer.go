@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -161,6 +162,9 @@ func New(rt Runtime, recorder record.EventRecorder, opts Options) *Syncer {
 	}
 	if opts.PullProgressInterval <= 0 {
 		opts.PullProgressInterval = DefaultPullProgressInterval
+	}
+	if opts.Config.MaskedPaths == nil {
+		opts.Config.MaskedPaths = criconfig.MaskedPaths(thermalThrottlePaths()...)
 	}
 	if opts.BindSubpath == nil {
 		opts.BindSubpath = bindSubpath
@@ -474,6 +478,19 @@ func readResolvConf(path string) (*runtimeapi.DNSConfig, error) {
 		return nil, fmt.Errorf("node resolver config %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// thermalThrottlePaths lists the node's per-CPU thermal throttle counters,
+// which containers must not see.
+func thermalThrottlePaths() []string {
+	matches, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/thermal_throttle")
+	var paths []string
+	for _, m := range matches {
+		if _, err := os.Stat(m); err == nil {
+			paths = append(paths, m)
+		}
+	}
+	return paths
 }
 
 // podDesc formats a pod for messages the way upstream does: name_ns(uid).
