@@ -98,15 +98,6 @@ func VolumeType(v *v1.Volume) string {
 	return "unknown"
 }
 
-// HostPathType returns how a hostPath volume's path must be checked or
-// created before use.
-func HostPathType(v *v1.Volume) v1.HostPathType {
-	if v.HostPath == nil || v.HostPath.Type == nil {
-		return v1.HostPathUnset
-	}
-	return *v.HostPath.Type
-}
-
 // VolumeHostPath returns the node path backing a supported volume.
 func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, error) {
 	switch {

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/tmpfs"
+	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
 // VolumeProvider makes the volumes whose content comes from the API server
@@ -143,23 +140,7 @@ func (h *volumeHook) Prepare(ctx context.Context, pod *v1.Pod) (Resources, error
 			provided = true
 			continue
 		}
-		path := paths[v.Name]
-		if v.EmptyDir != nil {
-			if v.EmptyDir.Medium == v1.StorageMediumMemory {
-				if err := memoryEmptyDir(path, v.EmptyDir.SizeLimit); err != nil {
-					return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
-				}
-			}
-			// World-writable like upstream: containers may run as any user.
-			if err := os.MkdirAll(path, 0o777); err != nil {
-				return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
-			}
-			if err := setEmptyDirMode(path, pod); err != nil {
-				return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
-			}
-			continue
-		}
-		if err := checkHostPath(path, criconfig.HostPathType(v)); err != nil {
+		if err := volumes.SetUpBuiltin(pod, v, paths[v.Name]); err != nil {
 			return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
 		}
 	}
@@ -169,62 +150,4 @@ func (h *volumeHook) Prepare(ctx context.Context, pod *v1.Pod) (Resources, error
 		}
 	}
 	return Resources{VolumePaths: paths}, nil
-}
-
-// memoryEmptyDir mounts a tmpfs for an emptyDir with medium Memory, sized
-// by its sizeLimit or else by the node's memory, as upstream.
-func memoryEmptyDir(path string, sizeLimit *resource.Quantity) error {
-	var size int64
-	if sizeLimit != nil && sizeLimit.Value() > 0 {
-		size = sizeLimit.Value()
-	} else {
-		total, err := tmpfs.MemTotal()
-		if err != nil {
-			return err
-		}
-		size = total
-	}
-	// 1777, a tmpfs's own default and upstream's Memory emptyDir root.
-	return tmpfs.Ensure(path, 0o777|os.ModeSticky, size)
-}
-
-func checkHostPath(path string, typ v1.HostPathType) error {
-	switch typ {
-	case v1.HostPathUnset:
-		return nil
-	case v1.HostPathDirectoryOrCreate:
-		return os.MkdirAll(path, 0o755)
-	case v1.HostPathFileOrCreate:
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("hostPath type %s: %w", typ, err)
-	}
-	var ok bool
-	switch typ {
-	case v1.HostPathDirectory:
-		ok = fi.IsDir()
-	case v1.HostPathFile:
-		ok = fi.Mode().IsRegular()
-	case v1.HostPathSocket:
-		ok = fi.Mode()&fs.ModeSocket != 0
-	case v1.HostPathCharDev:
-		ok = fi.Mode()&fs.ModeCharDevice != 0
-	case v1.HostPathBlockDev:
-		ok = fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0
-	default:
-		return fmt.Errorf("hostPath type %q unknown", typ)
-	}
-	if !ok {
-		return fmt.Errorf("hostPath %s is not of type %s", path, typ)
-	}
-	return nil
 }
