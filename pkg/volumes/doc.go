@@ -1,7 +1,8 @@
 // Package volumes makes pod volumes on the node. emptyDir and hostPath
 // volumes are set up by SetUpBuiltin (builtin.go). The rest of this package
 // is about the volumes whose content comes from the API server or the pod
-// itself: configMap, secret, downwardAPI and projected volumes (service-account tokens through the TokenRequest API, config maps,
+// itself: configMap, secret, downwardAPI and projected volumes
+// (service-account tokens through the TokenRequest API, config maps,
 // secrets, downward API fields), such as the kube-api-access-* volume the
 // ServiceAccount admission plugin adds to every pod. A plain configMap,
 // secret or downwardAPI volume is rendered as a projection with one source,
