@@ -18,7 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodelet/nodelet/e2e/framework"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/layout"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // TestClusterConfigVolumes: configMap, secret, downwardAPI and Memory
@@ -99,7 +100,7 @@ spec:
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
 	p := cpWaitPod(t, admin, "config-vols", 60*time.Second, "Running", cpRunningInAPI)
-	logFile := filepath.Join(cri.PodLogDir(n.LogDir, "default", "config-vols", p.UID), cri.ContainerLogPath("app", 0))
+	logFile := filepath.Join(criconfig.PodLogDir(n.LogDir, "default", "config-vols", p.UID), criconfig.ContainerLogPath("app", 0))
 	logHas := func(want string) bool {
 		b, _ := os.ReadFile(logFile)
 		return strings.Contains(string(b), want)
@@ -299,7 +300,7 @@ spec:
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
 	p := cpWaitPod(t, admin, "env-pod", 60*time.Second, "Running", cpRunningInAPI)
-	logFile := filepath.Join(cri.PodLogDir(n.LogDir, "default", "env-pod", p.UID), cri.ContainerLogPath("app", 0))
+	logFile := filepath.Join(criconfig.PodLogDir(n.LogDir, "default", "env-pod", p.UID), criconfig.ContainerLogPath("app", 0))
 	var log string
 	waitFor(t, 30*time.Second, "the environment in the log", func() (bool, string) {
 		b, _ := os.ReadFile(logFile)
@@ -409,7 +410,7 @@ spec:
 		}
 	}
 	logOf := func(p *v1.Pod, container string) string {
-		file := filepath.Join(cri.PodLogDir(n.LogDir, "default", p.Name, p.UID), cri.ContainerLogPath(container, 0))
+		file := filepath.Join(criconfig.PodLogDir(n.LogDir, "default", p.Name, p.UID), criconfig.ContainerLogPath(container, 0))
 		var log string
 		waitFor(t, 30*time.Second, p.Name+"/"+container+" output", func() (bool, string) {
 			b, _ := os.ReadFile(file)
@@ -447,7 +448,7 @@ spec:
 			t.Errorf("hosts-pod/own output lacks the node's %q:\n%s", want, log)
 		}
 	}
-	b, err := os.ReadFile(cri.HostsFilePath(n.RootDir, p.UID))
+	b, err := os.ReadFile(layout.EtcHostsFile(n.RootDir, p.UID))
 	if err != nil || !strings.Contains(string(b), "10.9.9.9 mine") {
 		t.Errorf("the pod's hosts file on the node (%v) lacks what the container appended:\n%s", err, b)
 	}

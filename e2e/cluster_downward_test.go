@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/e2e/framework"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // TestClusterDownwardAPIVolume: a downwardAPI volume and a projected one
@@ -76,7 +76,7 @@ spec:
 		t.Helper()
 		for i := range p.Spec.Volumes {
 			if v := &p.Spec.Volumes[i]; v.Name == vol {
-				dir, _ := cri.APIVolumePath(n.RootDir, p.UID, v)
+				dir, _ := criconfig.APIVolumePath(n.RootDir, p.UID, v)
 				b, err := os.ReadFile(filepath.Join(dir, name))
 				if err != nil {
 					t.Fatalf("%s/%s: %v", vol, name, err)
@@ -97,7 +97,7 @@ spec:
 		}
 	}
 
-	logFile := filepath.Join(cri.PodLogDir(n.LogDir, "default", p.Name, p.UID), cri.ContainerLogPath("app", 0))
+	logFile := filepath.Join(criconfig.PodLogDir(n.LogDir, "default", p.Name, p.UID), criconfig.ContainerLogPath("app", 0))
 	seen := func(want string) func() (bool, string) {
 		return func() (bool, string) {
 			b, _ := os.ReadFile(logFile)

@@ -25,7 +25,8 @@ import (
 
 	"github.com/nodelet/nodelet/e2e/framework"
 	"github.com/nodelet/nodelet/pkg/kube"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/layout"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
@@ -145,7 +146,7 @@ func TestProjectedVolumeProviderAsNode(t *testing.T) {
 		t.Fatalf("Prepare of a pod bound to this node: %v", prepErr)
 	}
 
-	dir := cri.ProjectedPath(root, mine.UID, apiAccessVolume(t, mine))
+	dir := layout.VolumeDir(root, mine.UID, layout.PluginProjected, apiAccessVolume(t, mine))
 	read := func(dir, name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -164,7 +165,7 @@ func TestProjectedVolumeProviderAsNode(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "token")); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("token mode = %v, %v; want 0644 (defaultMode 420)", fi.Mode(), err)
 	}
-	credsDir := cri.ProjectedPath(root, mine.UID, "creds")
+	credsDir := layout.VolumeDir(root, mine.UID, layout.PluginProjected, "creds")
 	if got := string(read(credsDir, "creds/user")); got != "alice-mine" {
 		t.Errorf("secret file = %q", got)
 	}
@@ -356,7 +357,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	logFile := filepath.Join(cri.PodLogDir(n.LogDir, "default", "sa-check", types.UID(uid)), cri.ContainerLogPath("check", 0))
+	logFile := filepath.Join(criconfig.PodLogDir(n.LogDir, "default", "sa-check", types.UID(uid)), criconfig.ContainerLogPath("check", 0))
 	var log string
 	deadline := time.Now().Add(90 * time.Second)
 	for {

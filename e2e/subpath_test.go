@@ -15,7 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/layout"
 )
 
 // TestSubpathCannotEscape is the CVE-2017-1002101 regression test: an init
@@ -119,7 +119,7 @@ spec:
 
 	// The only subPath binds are the legit container's, and each shows
 	// what is inside the volume, never the node.
-	subpaths := cri.SubpathsDir(n.RootDir, p.UID)
+	subpaths := layout.SubpathsDir(n.RootDir, p.UID)
 	binds := mountsUnder(t, subpaths)
 	if len(binds) != 4 {
 		t.Errorf("subPath binds under %s: %v, want the legit container's 4", subpaths, binds)

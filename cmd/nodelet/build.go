@@ -26,6 +26,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/prober"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 	"github.com/nodelet/nodelet/pkg/server"
@@ -97,7 +98,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	// What a resourceFieldRef to an unset limit reads, in env vars and
 	// downward API volumes alike.
 	allocatable := nodeAllocatable(opts.RootDir)
-	configOpts := cri.ConfigOptions{
+	configOpts := criconfig.ConfigOptions{
 		PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
 		NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
 		SeccompDefault: opts.SeccompDefault, UserNamespaces: features.userNamespaces,
@@ -115,7 +116,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		}
 		add(loop("volumes", volumeProvider.Run))
 		syncOpts.Volumes = volumeProvider
-		configOpts.Objects = volumeProvider
+		syncOpts.Objects = volumeProvider
 		services := cl.serviceEnv()
 		add(loop("service environment", services.Run))
 		configOpts.ServiceEnv = services.PodVars

@@ -3,12 +3,12 @@ package agent
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime"
 )
 
@@ -107,7 +107,7 @@ func (a *Agent) removeOrphanedPodDirs(ctx context.Context) {
 	if a.cfg.RootDir == "" {
 		return
 	}
-	entries, err := os.ReadDir(filepath.Join(a.cfg.RootDir, "pods"))
+	entries, err := os.ReadDir(layout.PodsDir(a.cfg.RootDir))
 	if err != nil {
 		return
 	}

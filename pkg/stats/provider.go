@@ -15,7 +15,9 @@ import (
 	"k8s.io/klog/v2"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // Runtime is what the summary needs from the container runtime;
@@ -267,7 +269,7 @@ func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Ti
 		}
 		logDir := ""
 		if p.cfg.PodLogsDir != "" {
-			logDir = cri.PodLogDir(p.cfg.PodLogsDir, ps.PodRef.Namespace, ps.PodRef.Name, types.UID(uid))
+			logDir = criconfig.PodLogDir(p.cfg.PodLogsDir, ps.PodRef.Namespace, ps.PodRef.Name, types.UID(uid))
 		}
 		for _, c := range bySandbox[sb.Id] {
 			ps.Containers = append(ps.Containers, p.containerStats(c.Id, c.GetMetadata().GetName(), c.CreatedAt, rs.stats[c.Id], logDir, rs, now, only))
@@ -316,7 +318,7 @@ func (p *Provider) ContainerStats(ctx context.Context, id string) (*statsapi.Con
 	}
 	logDir := ""
 	if l := c.GetLabels(); p.cfg.PodLogsDir != "" && l[cri.LabelPodUID] != "" {
-		logDir = cri.PodLogDir(p.cfg.PodLogsDir, l[cri.LabelPodNamespace], l[cri.LabelPodName], types.UID(l[cri.LabelPodUID]))
+		logDir = criconfig.PodLogDir(p.cfg.PodLogsDir, l[cri.LabelPodNamespace], l[cri.LabelPodName], types.UID(l[cri.LabelPodUID]))
 	}
 	cs := p.containerStats(id, c.GetMetadata().GetName(), c.CreatedAt, s, logDir, rs, metav1.NewTime(p.cfg.Now()), false)
 	return &cs, nil
@@ -470,7 +472,7 @@ func (p *Provider) emptyDirs(uid types.UID, now metav1.Time) []statsapi.VolumeSt
 	if p.cfg.RootDir == "" {
 		return nil
 	}
-	base := filepath.Dir(cri.EmptyDirPath(p.cfg.RootDir, uid, "x"))
+	base := layout.PluginDir(p.cfg.RootDir, uid, layout.PluginEmptyDir)
 	entries, err := filepath.Glob(filepath.Join(base, "*"))
 	if err != nil || len(entries) == 0 {
 		return nil

@@ -12,7 +12,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // fakeProc writes a minimal /proc tree: node CPU, memory, network and one
@@ -188,11 +190,11 @@ func TestSummary(t *testing.T) {
 		return 42, nil
 	})
 	// Logs: 2 files of app; an emptyDir volume with a file.
-	appLogs := filepath.Join(cri.PodLogDir(logsDir, "default", "web", "uid-web"), "app")
+	appLogs := filepath.Join(criconfig.PodLogDir(logsDir, "default", "web", "uid-web"), "app")
 	os.MkdirAll(appLogs, 0o755)
 	os.WriteFile(filepath.Join(appLogs, "0.log"), make([]byte, 10000), 0o644)
 	os.WriteFile(filepath.Join(appLogs, "1.log"), make([]byte, 10000), 0o644)
-	vol := cri.EmptyDirPath(root, "uid-web", "cache")
+	vol := layout.EmptyDir(root, "uid-web", "cache")
 	os.MkdirAll(vol, 0o755)
 	os.WriteFile(filepath.Join(vol, "data"), make([]byte, 8192), 0o644)
 

@@ -18,6 +18,10 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelet/nodelet/pkg/layout"
 )
 
 // Flags of every volume tmpfs: nothing on it may act as a device or gain
@@ -58,11 +62,6 @@ func Ensure(dir string, perm os.FileMode, size int64) error {
 	return nil
 }
 
-// PodVolumesDir is where a pod's volumes live.
-func PodVolumesDir(root, uid string) string {
-	return filepath.Join(root, "pods", uid, "volumes")
-}
-
 // UnmountPod unmounts every mount point at
 // <root>/pods/<uid>/volumes/kubernetes.io~*/<volume>, the places Ensure is
 // used on. Mounts elsewhere are not nodelet's doing and are left alone. A
@@ -71,7 +70,7 @@ func UnmountPod(root, uid string) error {
 	if root == "" || uid == "" {
 		return nil
 	}
-	base := PodVolumesDir(root, uid)
+	base := layout.VolumesDir(root, types.UID(uid))
 	types, err := os.ReadDir(base)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

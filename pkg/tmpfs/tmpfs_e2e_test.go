@@ -4,11 +4,12 @@ package tmpfs
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+
+	"github.com/nodelet/nodelet/pkg/layout"
 )
 
 // TestEnsureAndUnmount mounts for real (root): Ensure mounts once and is a
@@ -21,7 +22,7 @@ func TestEnsureAndUnmount(t *testing.T) {
 		t.Skip("needs root to mount")
 	}
 	root := t.TempDir()
-	dir := filepath.Join(PodVolumesDir(root, "u"), "kubernetes.io~secret", "s")
+	dir := layout.VolumeDir(root, "u", "kubernetes.io~secret", "s")
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 	for i := 0; i < 2; i++ {
 		if err := Ensure(dir, 0o1777, 1<<20); err != nil {

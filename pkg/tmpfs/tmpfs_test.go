@@ -2,10 +2,11 @@ package tmpfs
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
+
+	"github.com/nodelet/nodelet/pkg/layout"
 )
 
 func TestOptions(t *testing.T) {
@@ -30,7 +31,7 @@ func TestUnmountPodWithoutMounts(t *testing.T) {
 	if err := UnmountPod(root, "nope"); err != nil {
 		t.Fatalf("pod without a directory: %v", err)
 	}
-	if err := os.MkdirAll(filepath.Join(PodVolumesDir(root, "u"), "kubernetes.io~secret", "s"), 0o750); err != nil {
+	if err := os.MkdirAll(layout.VolumeDir(root, "u", layout.PluginSecret, "s"), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := UnmountPod(root, "u"); err != nil {

@@ -99,20 +99,20 @@ func setGroupRoot(dir string, gid int) error {
 const envReadTimeout = 10 * time.Second
 
 // ConfigMap reads a config map pod's environment refers to (it implements
-// cri.EnvObjects). The pod's references are watched from now on, so a
+// podsync.ObjectSource). The pod's references are watched from now on, so a
 // change wakes the pod: one waiting for the object starts as soon as it
 // exists.
-func (p *Provider) ConfigMap(pod *v1.Pod, name string) (*v1.ConfigMap, error) {
+func (p *Provider) ConfigMap(ctx context.Context, pod *v1.Pod, name string) (*v1.ConfigMap, error) {
 	p.watchRefs(pod)
-	ctx, cancel := context.WithTimeout(context.Background(), envReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, envReadTimeout)
 	defer cancel()
 	return p.configMap(ctx, pod.Namespace, name)
 }
 
 // Secret reads a secret pod's environment refers to, as ConfigMap.
-func (p *Provider) Secret(pod *v1.Pod, name string) (*v1.Secret, error) {
+func (p *Provider) Secret(ctx context.Context, pod *v1.Pod, name string) (*v1.Secret, error) {
 	p.watchRefs(pod)
-	ctx, cancel := context.WithTimeout(context.Background(), envReadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, envReadTimeout)
 	defer cancel()
 	return p.secret(ctx, pod.Namespace, name)
 }

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // TestProviderFollowsChanges: a running provider rewrites a pod's config
@@ -41,7 +41,7 @@ func TestProviderFollowsChanges(t *testing.T) {
 		t.Fatal("Prepare with a missing config map worked")
 	}
 	read := func(vol, file string) string {
-		dir, _ := cri.APIVolumePath(h.root, pod.UID, &pod.Spec.Volumes[vol2idx(vol)])
+		dir, _ := criconfig.APIVolumePath(h.root, pod.UID, &pod.Spec.Volumes[vol2idx(vol)])
 		b, _ := os.ReadFile(filepath.Join(dir, file))
 		return string(b)
 	}

@@ -1,6 +1,8 @@
-// Package volumes makes the pod volumes whose content comes from the API
-// server or the pod itself: configMap, secret, downwardAPI and projected
-// volumes (service-account tokens through the TokenRequest API, config maps,
+// Package volumes makes pod volumes on the node. emptyDir and hostPath
+// volumes are set up by SetUpBuiltin (builtin.go). The rest of this package
+// is about the volumes whose content comes from the API server or the pod
+// itself: configMap, secret, downwardAPI and projected volumes
+// (service-account tokens through the TokenRequest API, config maps,
 // secrets, downward API fields), such as the kube-api-access-* volume the
 // ServiceAccount admission plugin adds to every pod. A plain configMap,
 // secret or downwardAPI volume is rendered as a projection with one source,
@@ -25,7 +27,7 @@
 // the pods using it within a second and wakes those pods (a pod waiting for
 // a missing object starts as soon as it exists); tokens are renewed at 80 %
 // of their lifetime or after 24 h. Downward API files (metadata fields, and
-// container resources through cri.ResourceFieldValue, the function env vars
+// container resources through criconfig.ResourceFieldValue, the function env vars
 // use) are rewritten by the Prepare of the sync that a pod update causes
 // when its labels, annotations or resources changed. Teardown unmounts a
 // removed pod's tmpfs.

@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // downwardFields are the fieldRef paths a downward API volume may name (the
@@ -23,12 +23,12 @@ func checkDownwardItem(p *v1.Pod, item *v1.DownwardAPIVolumeFile) error {
 	switch {
 	case item.FieldRef != nil:
 		if _, _, ok := splitFieldPath(item.FieldRef.FieldPath); !ok {
-			return fmt.Errorf("downwardAPI %q: fieldRef %q %w", item.Path, item.FieldRef.FieldPath, cri.ErrUnsupported)
+			return fmt.Errorf("downwardAPI %q: fieldRef %q %w", item.Path, item.FieldRef.FieldPath, criconfig.ErrUnsupported)
 		}
 	case item.ResourceFieldRef != nil:
 		// The node's allocatable amounts only change the value, not
 		// whether there is one.
-		if _, err := cri.ResourceFieldValue(p, nil, item.ResourceFieldRef, nil); err != nil {
+		if _, err := criconfig.ResourceFieldValue(p, nil, item.ResourceFieldRef, nil); err != nil {
 			return fmt.Errorf("downwardAPI %q: %w", item.Path, err)
 		}
 	default:
@@ -59,7 +59,7 @@ func splitFieldPath(path string) (field, key string, ok bool) {
 func fieldValue(pod *v1.Pod, path string) (string, error) {
 	field, key, ok := splitFieldPath(path)
 	if !ok {
-		return "", fmt.Errorf("fieldRef %q %w", path, cri.ErrUnsupported)
+		return "", fmt.Errorf("fieldRef %q %w", path, criconfig.ErrUnsupported)
 	}
 	if key == "" {
 		// A whole map is a file's worth; one value reads as in an env var.
@@ -70,7 +70,7 @@ func fieldValue(pod *v1.Pod, path string) (string, error) {
 			return formatMap(pod.Annotations), nil
 		}
 	}
-	v, _ := cri.PodMetadataField(pod, path)
+	v, _ := criconfig.PodMetadataField(pod, path)
 	return v, nil
 }
 
@@ -116,7 +116,7 @@ func downwardChanged(old, cur *v1.Pod) bool {
 		!apiequality.Semantic.DeepEqual(old.Annotations, cur.Annotations) {
 		return true
 	}
-	oc, cc := cri.AllContainers(old), cri.AllContainers(cur)
+	oc, cc := criconfig.AllContainers(old), criconfig.AllContainers(cur)
 	if len(oc) != len(cc) {
 		return true
 	}

@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nodelet/nodelet/pkg/pod"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // DefaultMode is the mode of projected files when the volume names none
@@ -25,7 +25,7 @@ const tokenFileModeWithFSGroup = 0o600
 // for pod. It does no I/O.
 func checkProjected(p *v1.Pod, v *v1.Volume) error {
 	if v.Projected == nil {
-		return fmt.Errorf("volume type %s %w", cri.VolumeType(v), cri.ErrUnsupported)
+		return fmt.Errorf("volume type %s %w", criconfig.VolumeType(v), criconfig.ErrUnsupported)
 	}
 	for i := range v.Projected.Sources {
 		s := &v.Projected.Sources[i]
@@ -43,7 +43,7 @@ func checkProjected(p *v1.Pod, v *v1.Volume) error {
 				}
 			}
 		default:
-			return fmt.Errorf("projected source %s %w", sourceKind(s), cri.ErrUnsupported)
+			return fmt.Errorf("projected source %s %w", sourceKind(s), criconfig.ErrUnsupported)
 		}
 	}
 	return nil
@@ -119,7 +119,7 @@ func projectedFiles(ctx context.Context, pr projector, p *v1.Pod, src *v1.Projec
 		case s.DownwardAPI != nil:
 			files, err = downwardFiles(p, s.DownwardAPI.Items, defMode, pr.allocatable())
 		default:
-			err = fmt.Errorf("projected source %s %w", sourceKind(s), cri.ErrUnsupported)
+			err = fmt.Errorf("projected source %s %w", sourceKind(s), criconfig.ErrUnsupported)
 		}
 		if err == nil {
 			err = add(files)
@@ -209,7 +209,7 @@ func downwardFiles(p *v1.Pod, items []v1.DownwardAPIVolumeFile, defMode int32, a
 		var val string
 		var err error
 		if it.ResourceFieldRef != nil {
-			val, err = cri.ResourceFieldValue(p, nil, it.ResourceFieldRef, allocatable)
+			val, err = criconfig.ResourceFieldValue(p, nil, it.ResourceFieldRef, allocatable)
 		} else {
 			val, err = fieldValue(p, it.FieldRef.FieldPath)
 		}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/pkg/pod"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 func TestFieldValue(t *testing.T) {
@@ -43,7 +43,7 @@ func TestFieldValue(t *testing.T) {
 	for _, tt := range tests {
 		got, err := fieldValue(p, tt.path)
 		if tt.unsupported {
-			if !errors.Is(err, cri.ErrUnsupported) {
+			if !errors.Is(err, criconfig.ErrUnsupported) {
 				t.Errorf("%s: err = %v, want unsupported", tt.path, err)
 			}
 			continue
@@ -289,7 +289,7 @@ func TestCheckProjected(t *testing.T) {
 			if err == nil || err.Error() != tt.wantErr {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
 			}
-			if errors.Is(err, cri.ErrUnsupported) != tt.unsupported {
+			if errors.Is(err, criconfig.ErrUnsupported) != tt.unsupported {
 				t.Errorf("errors.Is(ErrUnsupported) = %v", !tt.unsupported)
 			}
 		})

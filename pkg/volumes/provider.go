@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/pkg/kube"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // PodLookup finds the current version of a pod on the node; *pod.Manager
@@ -140,7 +140,7 @@ func NewProvider(opts Options) (*Provider, error) {
 	return p, nil
 }
 
-// Check fails, wrapping cri.ErrUnsupported, for a volume the Provider
+// Check fails, wrapping criconfig.ErrUnsupported, for a volume the Provider
 // cannot make: a type other than projected, or a projection source it does
 // not know. It does no I/O.
 func (p *Provider) Check(pod *v1.Pod, v *v1.Volume) error {
@@ -319,7 +319,7 @@ func (p *Provider) write(ctx context.Context, pod *v1.Pod) error {
 		if !ok {
 			continue
 		}
-		dir, _ := cri.APIVolumePath(p.rootDir, pod.UID, v)
+		dir, _ := criconfig.APIVolumePath(p.rootDir, pod.UID, v)
 		files, err := projectedFiles(ctx, p, pod, src)
 		changed := false
 		if err == nil {

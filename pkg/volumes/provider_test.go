@@ -16,7 +16,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodelet/nodelet/pkg/kube/kubefake"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/layout"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 type providerHarness struct {
@@ -85,7 +86,7 @@ func apiAccessPod() *v1.Pod {
 
 func (h *providerHarness) read(pod *v1.Pod, vol, file string) string {
 	h.t.Helper()
-	b, err := os.ReadFile(filepath.Join(cri.ProjectedPath(h.root, pod.UID, vol), file))
+	b, err := os.ReadFile(filepath.Join(layout.VolumeDir(h.root, pod.UID, layout.PluginProjected, vol), file))
 	if err != nil {
 		h.t.Fatalf("read %s/%s: %v", vol, file, err)
 	}
@@ -110,7 +111,7 @@ func TestProviderPrepareAndRefresh(t *testing.T) {
 	if got := h.read(pod, vol, "namespace"); got != "default" {
 		t.Errorf("namespace = %q", got)
 	}
-	fi, err := os.Stat(filepath.Join(cri.ProjectedPath(h.root, pod.UID, vol), "token"))
+	fi, err := os.Stat(filepath.Join(layout.VolumeDir(h.root, pod.UID, layout.PluginProjected, vol), "token"))
 	if err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("token mode = %v, %v; want 0644 (defaultMode)", fi.Mode(), err)
 	}
@@ -274,7 +275,7 @@ func TestProviderPrepareRewritesChangedLabels(t *testing.T) {
 	read := func(file string) string {
 		t.Helper()
 		vol := &pod.Spec.Volumes[len(pod.Spec.Volumes)-1]
-		dir, _ := cri.APIVolumePath(h.root, pod.UID, vol)
+		dir, _ := criconfig.APIVolumePath(h.root, pod.UID, vol)
 		b, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			t.Fatal(err)

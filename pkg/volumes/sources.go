@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/pkg/pod"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // asProjection returns the content of a configMap, secret, downwardAPI or
@@ -42,13 +42,13 @@ func asProjection(v *v1.Volume) (src *v1.ProjectedVolumeSource, ok bool) {
 func checkVolume(p *v1.Pod, v *v1.Volume) error {
 	src, ok := asProjection(v)
 	if !ok {
-		return fmt.Errorf("volume type %s %w", cri.VolumeType(v), cri.ErrUnsupported)
+		return fmt.Errorf("volume type %s %w", criconfig.VolumeType(v), criconfig.ErrUnsupported)
 	}
 	if v.Projected == nil && pod.IsStatic(p) && (v.ConfigMap != nil || v.Secret != nil) {
 		// The Node authorizer lets a node read these only for API pods
 		// that reference them; a static pod is not one (upstream refuses
 		// them the same way).
-		return fmt.Errorf("%s: a static pod cannot use API objects", cri.VolumeType(v))
+		return fmt.Errorf("%s: a static pod cannot use API objects", criconfig.VolumeType(v))
 	}
 	return checkProjected(p, &v1.Volume{Name: v.Name, VolumeSource: v1.VolumeSource{Projected: src}})
 }
@@ -85,7 +85,7 @@ func podRefs(p *v1.Pod) []volumeRef {
 			}
 		}
 	}
-	for _, c := range cri.AllContainers(p) {
+	for _, c := range criconfig.AllContainers(p) {
 		for _, e := range c.EnvFrom {
 			switch {
 			case e.ConfigMapRef != nil:

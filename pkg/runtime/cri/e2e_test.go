@@ -22,6 +22,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 )
 
@@ -33,7 +34,7 @@ const busybox = "docker.io/library/busybox:1.35"
 type env struct {
 	c       *cri.Client
 	syncer  *podsync.Syncer
-	opts    cri.ConfigOptions
+	opts    criconfig.ConfigOptions
 	metrics *opMetrics
 }
 
@@ -74,7 +75,7 @@ func setup(t *testing.T, o ...podsync.Options) *env {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	dir := t.TempDir()
-	opts := cri.ConfigOptions{
+	opts := criconfig.ConfigOptions{
 		PodLogsDir: filepath.Join(dir, "logs"),
 		RootDir:    filepath.Join(dir, "root"),
 		NodeName:   "e2e-node",
@@ -219,7 +220,7 @@ func TestHostNetworkPodLifecycle(t *testing.T) {
 	if c.StartedAt.IsZero() || c.TerminationGracePeriod == nil || *c.TerminationGracePeriod != 30 {
 		t.Errorf("container details = startedAt %v grace %v", c.StartedAt, c.TerminationGracePeriod)
 	}
-	wantLog := filepath.Join(cri.PodLogDir(e.opts.PodLogsDir, pod.Namespace, pod.Name, pod.UID), "main", "0.log")
+	wantLog := filepath.Join(criconfig.PodLogDir(e.opts.PodLogsDir, pod.Namespace, pod.Name, pod.UID), "main", "0.log")
 	if c.LogPath != wantLog {
 		t.Errorf("LogPath = %q, want %q", c.LogPath, wantLog)
 	}
@@ -534,11 +535,11 @@ func (e *env) startViaSyncer(t *testing.T, pod *v1.Pod) (total, syncOnly time.Du
 
 func (e *env) startRaw(t *testing.T, pod *v1.Pod) map[string]time.Duration {
 	ctx := context.Background()
-	sbCfg, err := cri.SandboxConfig(pod, 0, e.opts)
+	sbCfg, err := criconfig.SandboxConfig(pod, 0, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrCfg, err := cri.ContainerConfig(pod, &pod.Spec.Containers[0], cri.ContainerParams{}, e.opts)
+	ctrCfg, _, err := criconfig.ContainerConfig(pod, &pod.Spec.Containers[0], criconfig.ContainerParams{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

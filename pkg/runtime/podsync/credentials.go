@@ -63,19 +63,19 @@ type podKeyring struct {
 // podKeyring reads the pod's pull secrets through the watching object
 // source (cluster mode), which serves them from its watch after the first
 // read.
-func (s *Syncer) podKeyring(p *v1.Pod) *podKeyring {
+func (s *Syncer) podKeyring(ctx context.Context, p *v1.Pod) *podKeyring {
 	kr := &podKeyring{}
 	names := pullSecretNames(p)
 	if len(names) == 0 {
 		return kr
 	}
-	src := s.opts.Config.Objects
+	src := s.opts.Objects
 	for _, name := range names {
 		if src == nil {
 			kr.missing = append(kr.missing, name)
 			continue
 		}
-		secret, err := src.Secret(p, name)
+		secret, err := src.Secret(ctx, p, name)
 		if err != nil {
 			klog.InfoS("Unable to retrieve pull secret, the image pull may not succeed", "pod", klog.KObj(p), "secret", klog.KRef(p.Namespace, name), "err", err)
 			kr.missing = append(kr.missing, name)

@@ -17,14 +17,14 @@ import (
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
-// fakeSecrets serves secrets by name (cri.EnvObjects).
+// fakeSecrets serves secrets by name (ObjectSource).
 type fakeSecrets map[string]*v1.Secret
 
-func (f fakeSecrets) ConfigMap(*v1.Pod, string) (*v1.ConfigMap, error) {
+func (f fakeSecrets) ConfigMap(context.Context, *v1.Pod, string) (*v1.ConfigMap, error) {
 	return nil, errors.New("no config maps here")
 }
 
-func (f fakeSecrets) Secret(p *v1.Pod, name string) (*v1.Secret, error) {
+func (f fakeSecrets) Secret(_ context.Context, p *v1.Pod, name string) (*v1.Secret, error) {
 	if s, ok := f[name]; ok {
 		s = s.DeepCopy()
 		s.Namespace, s.Name = p.Namespace, name
@@ -127,7 +127,7 @@ func TestSyncPodPullSecrets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.s.opts.Config.Objects = secrets
+			h.s.opts.Objects = secrets
 			h.rt.acceptAuth = accept
 			res := h.sync(tt.pod)
 			if got := authUsers(h.rt.pullAuths); !slices.Equal(got, tt.wantAuths) {

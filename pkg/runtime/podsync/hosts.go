@@ -6,7 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/layout"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // nodeHostsFile is the node's hosts file, what host-network pods see.
@@ -35,11 +36,11 @@ func (p *podSync) writeEtcHosts(ctx context.Context, created bool, sandboxID str
 			return "", podIPs, nil
 		}
 	}
-	file = cri.HostsFilePath(root, pod.UID)
+	file = layout.EtcHostsFile(root, pod.UID)
 	if err := os.MkdirAll(filepath.Dir(file), 0o750); err != nil {
 		return "", nil, fmt.Errorf("write hosts file: %w", err)
 	}
-	content, err := cri.HostsFile(pod, podIPs, nodeHosts, s.opts.Config.ClusterDomain)
+	content, err := criconfig.HostsFile(pod, podIPs, nodeHosts, s.opts.Config.ClusterDomain)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: hosts file: %w", ErrCreateContainerConfig, err)
 	}

@@ -36,7 +36,7 @@ func (s *Syncer) resolveImages(ctx context.Context, pod *v1.Pod, starts []plan.S
 	out := make(map[string]func() imageResult, len(starts))
 	// The pull secrets are read once per sync, and only when an image is
 	// pulled.
-	keyring := sync.OnceValue(func() *podKeyring { return s.podKeyring(pod) })
+	keyring := sync.OnceValue(func() *podKeyring { return s.podKeyring(ctx, pod) })
 	for _, st := range starts {
 		if _, ok := out[st.Spec.Image]; ok {
 			continue

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 	"github.com/nodelet/nodelet/pkg/volumes/cleanup"
 )
@@ -196,7 +196,9 @@ func (s *Syncer) RemovePod(ctx context.Context, status *runtime.PodStatus) error
 		errs = append(errs, fmt.Errorf("%d containers or sandboxes: %w", running, ErrStillRunning))
 	}
 	if len(errs) == 0 {
-		s.forgetVolumes(status.UID)
+		if err := s.teardownResources(ctx, status.UID); err != nil {
+			klog.ErrorS(err, "Could not tear down pod resources", "podUID", status.UID)
+		}
 		errs = append(errs, s.removePodDirs(status))
 		for _, cs := range status.Containers {
 			s.crash.forget(status.UID, cs.Name)
@@ -216,10 +218,10 @@ func (s *Syncer) RemovePod(ctx context.Context, status *runtime.PodStatus) error
 func (s *Syncer) removePodDirs(status *runtime.PodStatus) error {
 	var errs []error
 	if root := s.opts.Config.RootDir; root != "" && status.UID != "" {
-		errs = append(errs, cleanup.RemoveAll(filepath.Join(root, "pods", string(status.UID))))
+		errs = append(errs, cleanup.RemoveAll(layout.PodDir(root, status.UID)))
 	}
 	if logs := s.opts.Config.PodLogsDir; logs != "" && status.UID != "" && status.Name != "" {
-		errs = append(errs, cleanup.RemoveAll(cri.PodLogDir(logs, status.Namespace, status.Name, status.UID)))
+		errs = append(errs, cleanup.RemoveAll(criconfig.PodLogDir(logs, status.Namespace, status.Name, status.UID)))
 	}
 	return errors.Join(errs...)
 }

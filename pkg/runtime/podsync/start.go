@@ -12,24 +12,25 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 )
 
 // startContainer creates and starts one planned container instance. On
 // failure it returns the waiting reason to report along with the error.
 func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start, sandboxID string,
-	sbConfig *runtimeapi.PodSandboxConfig, img imageResult, podIPs []string, hostsFile string) (runtime.ContainerWaiting, error) {
+	sbConfig *runtimeapi.PodSandboxConfig, img imageResult, res Resources, podIPs []string, hostsFile string) (runtime.ContainerWaiting, error) {
 	msgFile, err := s.terminationMessageFile(pod, st.Spec)
 	if err != nil {
 		return runtime.ContainerWaiting{Reason: ReasonCreateContainerError, Message: err.Error()}, err
 	}
-	params := cri.ContainerParams{
+	params := criconfig.ContainerParams{
 		RestartCount:           st.RestartCount,
 		ImageRef:               img.ref,
 		PodIPs:                 podIPs,
-		BindSubpath:            s.opts.BindSubpath,
+		VolumePaths:            res.VolumePaths,
 		TerminationMessageFile: msgFile,
 		EtcHostsFile:           hostsFile,
 		Warn: func(reason, message string) {
@@ -41,8 +42,15 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		params.ImageUID, params.ImageUser = user.uid, user.name
 	}
 	var cfg *runtimeapi.ContainerConfig
+	var binds []criconfig.SubpathMount
 	if err == nil {
-		cfg, err = cri.ContainerConfig(pod, st.Spec, params, s.opts.Config)
+		params.EnvObjects = s.readEnvObjects(ctx, pod, st.Spec)
+		cfg, binds, err = criconfig.ContainerConfig(pod, st.Spec, params, s.opts.Config)
+	}
+	if err == nil {
+		// Last: binding subPaths is I/O, done only for a config that is
+		// otherwise complete.
+		err = s.bindSubpaths(st.Spec.Name, binds)
 	}
 	if err != nil {
 		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
@@ -100,7 +108,7 @@ func (s *Syncer) terminationMessageFile(pod *v1.Pod, c *v1.Container) (string, e
 	if filepath.Base(string(pod.UID)) != string(pod.UID) || filepath.Base(c.Name) != c.Name {
 		return "", fmt.Errorf("termination message file: bad pod UID %q or container name %q", pod.UID, c.Name)
 	}
-	dir := filepath.Join(root, "pods", string(pod.UID), "containers", c.Name)
+	dir := layout.ContainerDir(root, pod.UID, c.Name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("termination message file of container %q: %w", c.Name, err)
 	}

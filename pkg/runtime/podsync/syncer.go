@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/lifecycle"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 )
@@ -85,7 +87,7 @@ type Options struct {
 	// Config are the node facts sandbox and container configs are built
 	// with. Config.HostDNS is filled from ResolvConf at each sandbox
 	// creation and need not be set.
-	Config cri.ConfigOptions
+	Config criconfig.ConfigOptions
 	// ResolvConf is the node resolver file for pods using the node's DNS;
 	// "" lets the runtime copy its own /etc/resolv.conf.
 	ResolvConf string
@@ -102,6 +104,9 @@ type Options struct {
 	// RuntimeClasses resolves a pod's runtimeClassName to a CRI runtime
 	// handler. nil (standalone): pods naming a RuntimeClass are refused.
 	RuntimeClasses RuntimeClasses
+	// Objects reads config maps and secrets for env vars and pull secrets
+	// (cluster mode); without it such references fail the container.
+	Objects ObjectSource
 	// Volumes makes the volumes with content from the API server
 	// (projected service-account tokens, ...). nil (standalone): such
 	// volumes fail the pod as unsupported.
@@ -118,7 +123,7 @@ type Options struct {
 	// BindSubpath binds a container's subPath mounts before it is created.
 	// nil binds them safely on this node (package volumes/subpath); tests
 	// without mount privileges pass their own.
-	BindSubpath cri.SubpathBinder
+	BindSubpath func(criconfig.SubpathMount) error
 }
 
 // Syncer executes pod plans against a container runtime.
@@ -131,6 +136,8 @@ type Syncer struct {
 	pulls    *pullBackoff
 	metrics  Metrics
 	hooks    HookRunner
+	// resources is the pod-resource pipeline (resourceHooks), in order.
+	resources []ResourceHook
 	// onPullProgress, when set (tests), is called at each progress report
 	// of a pull still going.
 	onPullProgress func(image string, elapsed time.Duration)
@@ -156,18 +163,22 @@ func New(rt Runtime, recorder record.EventRecorder, opts Options) *Syncer {
 	if opts.PullProgressInterval <= 0 {
 		opts.PullProgressInterval = DefaultPullProgressInterval
 	}
+	if opts.Config.MaskedPaths == nil {
+		opts.Config.MaskedPaths = criconfig.MaskedPaths(thermalThrottlePaths()...)
+	}
 	if opts.BindSubpath == nil {
 		opts.BindSubpath = bindSubpath
 	}
 	return &Syncer{
-		rt:       rt,
-		recorder: recorder,
-		opts:     opts,
-		clock:    opts.Clock,
-		crash:    crashBackoff{b: flowcontrol.NewFakeBackOff(opts.CrashBackoffInitial, opts.CrashBackoffMax, opts.Clock)},
-		pulls:    newPullBackoff(flowcontrol.NewFakeBackOff(opts.ImageBackoffInitial, opts.ImageBackoffMax, opts.Clock)),
-		metrics:  opts.Metrics,
-		hooks:    hookRunner(rt, opts.Hooks),
+		rt:        rt,
+		recorder:  recorder,
+		opts:      opts,
+		clock:     opts.Clock,
+		crash:     crashBackoff{b: flowcontrol.NewFakeBackOff(opts.CrashBackoffInitial, opts.CrashBackoffMax, opts.Clock)},
+		pulls:     newPullBackoff(flowcontrol.NewFakeBackOff(opts.ImageBackoffInitial, opts.ImageBackoffMax, opts.Clock)),
+		metrics:   opts.Metrics,
+		hooks:     hookRunner(rt, opts.Hooks),
+		resources: resourceHooks(opts),
 	}
 }
 
@@ -233,7 +244,7 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 	case len(a.ContainersToStart) > 0:
 		p.start(ctx, a, killFailed)
 	case !a.KillPod:
-		p.keepVolumes(ctx)
+		p.keepResources(ctx)
 	}
 	s.prune(ctx, a.ContainersToRemove, a.SandboxesToRemove)
 }
@@ -242,7 +253,7 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 // order. Images are resolved (and pulled) while the sandbox is created.
 func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[string]bool) {
 	s, pod := p.s, p.pod
-	err := s.checkVolumes(pod)
+	err := s.checkSpec(pod)
 	if err == nil {
 		err = checkPullSecrets(pod)
 	}
@@ -267,7 +278,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 		}
 		cfgOpts.HostDNS = dns
 	}
-	sbConfig, err := cri.SandboxConfig(pod, attempt, cfgOpts)
+	sbConfig, err := criconfig.SandboxConfig(pod, attempt, cfgOpts)
 	if err != nil {
 		if a.CreateSandbox {
 			// Upstream's wording: the pod stays pending with this event.
@@ -279,7 +290,8 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 
 	images := s.resolveImages(ctx, pod, a.ContainersToStart, sbConfig)
 
-	if err := s.prepareVolumes(ctx, pod); err != nil {
+	res, err := s.prepareResources(ctx, pod)
+	if err != nil {
 		for _, st := range a.ContainersToStart {
 			p.wait(st.Name, ReasonContainerCreating, err.Error())
 		}
@@ -315,7 +327,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 			p.fail(img.err)
 			continue
 		}
-		if needIPs && (cri.NeedsPodIP(st.Spec) || hookNeedsPodIP(st.Spec)) {
+		if needIPs && (criconfig.NeedsPodIP(st.Spec) || hookNeedsPodIP(st.Spec)) {
 			podIPs, err = p.podIPs(ctx, a.CreateSandbox, sandboxID)
 			if err != nil {
 				p.fail(err)
@@ -323,7 +335,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 			}
 			needIPs = false
 		}
-		if w, err := s.startContainer(ctx, pod, st, sandboxID, sbConfig, img, podIPs, hostsFile); err != nil {
+		if w, err := s.startContainer(ctx, pod, st, sandboxID, sbConfig, img, res, podIPs, hostsFile); err != nil {
 			p.wait(st.Name, w.Reason, w.Message)
 			p.fail(err)
 		}
@@ -461,11 +473,24 @@ func readResolvConf(path string) (*runtimeapi.DNSConfig, error) {
 		return nil, fmt.Errorf("node resolver config: %w", err)
 	}
 	defer f.Close()
-	cfg, err := cri.ParseResolvConf(f)
+	cfg, err := criconfig.ParseResolvConf(f)
 	if err != nil {
 		return nil, fmt.Errorf("node resolver config %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// thermalThrottlePaths lists the node's per-CPU thermal throttle counters,
+// which containers must not see.
+func thermalThrottlePaths() []string {
+	matches, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/thermal_throttle")
+	var paths []string
+	for _, m := range matches {
+		if _, err := os.Stat(m); err == nil {
+			paths = append(paths, m)
+		}
+	}
+	return paths
 }
 
 // podDesc formats a pod for messages the way upstream does: name_ns(uid).

@@ -4,28 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/tmpfs"
+	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
 // VolumeProvider makes the volumes whose content comes from the API server
 // (projected service-account token, config map, secret and downward API
 // volumes) and keeps them current while the pod runs. The Syncer makes
 // emptyDir and hostPath volumes itself; every other volume is the
-// provider's, at its cri.VolumeHostPath. Cluster mode only: without one
+// provider's, at its criconfig.VolumeHostPath. Cluster mode only: without one
 // (standalone) such volumes fail the pod as unsupported.
 type VolumeProvider interface {
-	// Check fails, wrapping cri.ErrUnsupported, for a volume of pod it
+	// Check fails, wrapping criconfig.ErrUnsupported, for a volume of pod it
 	// cannot make, including volumes of types it does not know. It does
 	// no I/O: a failure is a property of the spec.
 	Check(pod *v1.Pod, v *v1.Volume) error
@@ -44,43 +40,54 @@ type VolumeProvider interface {
 // mode.
 var errNoProvider = errors.New("volumes with content from the API server need --kubeconfig")
 
-// checkVolumes fails for the first volume neither the Syncer nor the
-// provider can make.
-func (s *Syncer) checkVolumes(pod *v1.Pod) error {
+// volumeHook is the pod-resource pipeline's volume step: it makes emptyDir
+// and hostPath volumes itself and hands the others to the provider.
+type volumeHook struct {
+	config   criconfig.ConfigOptions
+	provider VolumeProvider
+}
+
+var (
+	_ SpecChecker   = (*volumeHook)(nil)
+	_ RunningKeeper = (*volumeHook)(nil)
+)
+
+func (*volumeHook) Name() string { return "volumes" }
+
+// CheckSpec fails for the first volume neither the hook nor the provider
+// can make.
+func (h *volumeHook) CheckSpec(pod *v1.Pod) error {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if cri.IsBuiltinVolume(v) {
-			if err := cri.CheckVolume(v); err != nil {
+		if criconfig.IsBuiltinVolume(v) {
+			if err := criconfig.CheckVolume(v); err != nil {
 				return err
 			}
 			continue
 		}
-		if s.opts.Volumes == nil {
-			err := cri.CheckVolume(v)
+		if h.provider == nil {
+			err := criconfig.CheckVolume(v)
 			if v.Projected != nil {
 				err = fmt.Errorf("%w (%w)", err, errNoProvider)
 			}
 			return err
 		}
-		if err := s.opts.Volumes.Check(pod, v); err != nil {
+		if err := h.provider.Check(pod, v); err != nil {
 			return fmt.Errorf("volume %q: %w", v.Name, err)
 		}
 	}
 	return nil
 }
 
-// keepVolumes hands a pod that runs and has nothing to start to the
+// KeepRunning hands a pod that runs and has nothing to start to the
 // provider, which then keeps its volumes current. After a restart of
 // nodelet that is how the provider learns of the pods it adopted; for a
 // pod it knows, Prepare does nothing.
-func (p *podSync) keepVolumes(ctx context.Context) {
-	s := p.s
-	if s.opts.Volumes == nil || !hasProvidedVolumes(p.pod) || !p.anyRunning() {
-		return
+func (h *volumeHook) KeepRunning(ctx context.Context, pod *v1.Pod) error {
+	if h.provider == nil || !hasProvidedVolumes(pod) {
+		return nil
 	}
-	if err := s.opts.Volumes.Prepare(ctx, p.pod); err != nil {
-		p.fail(err)
-	}
+	return h.provider.Prepare(ctx, pod)
 }
 
 func (p *podSync) anyRunning() bool {
@@ -97,120 +104,50 @@ func (p *podSync) anyRunning() bool {
 
 func hasProvidedVolumes(pod *v1.Pod) bool {
 	for i := range pod.Spec.Volumes {
-		if !cri.IsBuiltinVolume(&pod.Spec.Volumes[i]) {
+		if !criconfig.IsBuiltinVolume(&pod.Spec.Volumes[i]) {
 			return true
 		}
 	}
 	return false
 }
 
-// forgetVolumes tells the provider a pod is gone and unmounts the tmpfs
-// mounts of its volumes (Memory emptyDirs, the provider's secrets and
-// tokens), so that removing the pod directory finds plain directories.
-func (s *Syncer) forgetVolumes(uid types.UID) {
-	if s.opts.Volumes != nil && uid != "" {
-		s.opts.Volumes.Cleanup(uid)
+// Teardown tells the provider a pod is gone and unmounts the tmpfs mounts
+// of its volumes (Memory emptyDirs, the provider's secrets and tokens), so
+// that removing the pod directory finds plain directories.
+func (h *volumeHook) Teardown(_ context.Context, uid types.UID) error {
+	if h.provider != nil && uid != "" {
+		h.provider.Cleanup(uid)
 	}
-	if err := tmpfs.UnmountPod(s.opts.Config.RootDir, string(uid)); err != nil {
-		klog.ErrorS(err, "Could not unmount pod volumes", "podUID", uid)
+	if err := tmpfs.UnmountPod(h.config.RootDir, string(uid)); err != nil {
+		return fmt.Errorf("unmount pod volumes: %w", err)
 	}
+	return nil
 }
 
-// prepareVolumes makes the node side of a pod's volumes exist: emptyDir
+// Prepare makes the node side of a pod's volumes exist: emptyDir
 // directories, hostPath paths per their type (created for ...OrCreate,
 // checked otherwise), and the provider's volumes. Unsupported volume types
-// were rejected before (checkVolumes).
-func (s *Syncer) prepareVolumes(ctx context.Context, pod *v1.Pod) error {
+// were rejected before (CheckSpec).
+func (h *volumeHook) Prepare(ctx context.Context, pod *v1.Pod) (Resources, error) {
+	paths, err := criconfig.VolumePaths(pod, h.config)
+	if err != nil {
+		return Resources{}, err
+	}
 	provided := false
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if !cri.IsBuiltinVolume(v) {
+		if !criconfig.IsBuiltinVolume(v) {
 			provided = true
 			continue
 		}
-		path, err := cri.VolumeHostPath(pod, v, s.opts.Config)
-		if err != nil {
-			return err
-		}
-		if v.EmptyDir != nil {
-			if v.EmptyDir.Medium == v1.StorageMediumMemory {
-				if err := memoryEmptyDir(path, v.EmptyDir.SizeLimit); err != nil {
-					return fmt.Errorf("volume %q: %w", v.Name, err)
-				}
-			}
-			// World-writable like upstream: containers may run as any user.
-			if err := os.MkdirAll(path, 0o777); err != nil {
-				return fmt.Errorf("volume %q: %w", v.Name, err)
-			}
-			if err := setEmptyDirMode(path, pod); err != nil {
-				return fmt.Errorf("volume %q: %w", v.Name, err)
-			}
-			continue
-		}
-		if err := checkHostPath(path, cri.HostPathType(v)); err != nil {
-			return fmt.Errorf("volume %q: %w", v.Name, err)
+		if err := volumes.SetUpBuiltin(pod, v, paths[v.Name]); err != nil {
+			return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
 		}
 	}
-	if provided && s.opts.Volumes != nil {
-		return s.opts.Volumes.Prepare(ctx, pod)
-	}
-	return nil
-}
-
-// memoryEmptyDir mounts a tmpfs for an emptyDir with medium Memory, sized
-// by its sizeLimit or else by the node's memory, as upstream.
-func memoryEmptyDir(path string, sizeLimit *resource.Quantity) error {
-	var size int64
-	if sizeLimit != nil && sizeLimit.Value() > 0 {
-		size = sizeLimit.Value()
-	} else {
-		total, err := tmpfs.MemTotal()
-		if err != nil {
-			return err
+	if provided && h.provider != nil {
+		if err := h.provider.Prepare(ctx, pod); err != nil {
+			return Resources{}, err
 		}
-		size = total
 	}
-	// 1777, a tmpfs's own default and upstream's Memory emptyDir root.
-	return tmpfs.Ensure(path, 0o777|os.ModeSticky, size)
-}
-
-func checkHostPath(path string, typ v1.HostPathType) error {
-	switch typ {
-	case v1.HostPathUnset:
-		return nil
-	case v1.HostPathDirectoryOrCreate:
-		return os.MkdirAll(path, 0o755)
-	case v1.HostPathFileOrCreate:
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("hostPath type %s: %w", typ, err)
-	}
-	var ok bool
-	switch typ {
-	case v1.HostPathDirectory:
-		ok = fi.IsDir()
-	case v1.HostPathFile:
-		ok = fi.Mode().IsRegular()
-	case v1.HostPathSocket:
-		ok = fi.Mode()&fs.ModeSocket != 0
-	case v1.HostPathCharDev:
-		ok = fi.Mode()&fs.ModeCharDevice != 0
-	case v1.HostPathBlockDev:
-		ok = fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0
-	default:
-		return fmt.Errorf("hostPath type %q unknown", typ)
-	}
-	if !ok {
-		return fmt.Errorf("hostPath %s is not of type %s", path, typ)
-	}
-	return nil
+	return Resources{VolumePaths: paths}, nil
 }

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // fakeVolumes is a VolumeProvider that records what it is asked.
@@ -23,7 +23,7 @@ type fakeVolumes struct {
 
 func (f *fakeVolumes) Check(_ *v1.Pod, v *v1.Volume) error {
 	if v.Projected == nil {
-		return fmt.Errorf("volume type %s %w", cri.VolumeType(v), cri.ErrUnsupported)
+		return fmt.Errorf("volume type %s %w", criconfig.VolumeType(v), criconfig.ErrUnsupported)
 	}
 	return f.checkErr
 }
@@ -45,7 +45,7 @@ func projectedPod() *v1.Pod {
 func TestSyncPodProvidedVolume(t *testing.T) {
 	h := newHarness(t)
 	vols := &fakeVolumes{}
-	h.s.opts.Volumes = vols
+	h.withVolumes(vols)
 	pod := projectedPod()
 	if res := h.sync(pod); res.Err != nil {
 		t.Fatalf("SyncPod: %v", res.Err)
@@ -80,7 +80,7 @@ func TestSyncPodProvidedVolume(t *testing.T) {
 func TestSyncPodProvidedVolumeFailures(t *testing.T) {
 	t.Run("unsupported: config error, no runtime calls", func(t *testing.T) {
 		h := newHarness(t)
-		h.s.opts.Volumes = &fakeVolumes{checkErr: fmt.Errorf("projected source clusterTrustBundle %w", cri.ErrUnsupported)}
+		h.withVolumes(&fakeVolumes{checkErr: fmt.Errorf("projected source clusterTrustBundle %w", criconfig.ErrUnsupported)})
 		res := h.sync(projectedPod())
 		want := `volume "kube-api-access-x": projected source clusterTrustBundle not supported yet`
 		if res.Err == nil || !strings.Contains(res.Err.Error(), want) || !errors.Is(res.Err, ErrCreateContainerConfig) {
@@ -95,7 +95,7 @@ func TestSyncPodProvidedVolumeFailures(t *testing.T) {
 	})
 	t.Run("prepare fails: ContainerCreating and FailedMount", func(t *testing.T) {
 		h := newHarness(t)
-		h.s.opts.Volumes = &fakeVolumes{prepareErr: errors.New(`MountVolume.SetUp failed for volume "kube-api-access-x": configmaps "kube-root-ca.crt" not found`)}
+		h.withVolumes(&fakeVolumes{prepareErr: errors.New(`MountVolume.SetUp failed for volume "kube-api-access-x": configmaps "kube-root-ca.crt" not found`)})
 		res := h.sync(projectedPod())
 		if res.Err == nil || res.Waiting["a"].Reason != ReasonContainerCreating {
 			t.Fatalf("Err = %v, waiting = %+v", res.Err, res.Waiting["a"])
@@ -112,13 +112,13 @@ func TestSyncPodProvidedVolumeFailures(t *testing.T) {
 		h := newHarness(t)
 		res := h.sync(projectedPod())
 		want := `volume "kube-api-access-x": volume type projected not supported yet (volumes with content from the API server need --kubeconfig)`
-		if res.Err == nil || !strings.Contains(res.Err.Error(), want) || !errors.Is(res.Err, cri.ErrUnsupported) {
+		if res.Err == nil || !strings.Contains(res.Err.Error(), want) || !errors.Is(res.Err, criconfig.ErrUnsupported) {
 			t.Fatalf("Err = %v, want %q", res.Err, want)
 		}
 	})
 	t.Run("other types still unsupported with a provider", func(t *testing.T) {
 		h := newHarness(t)
-		h.s.opts.Volumes = &fakeVolumes{}
+		h.withVolumes(&fakeVolumes{})
 		pod := testPod("a")
 		pod.Spec.Volumes = []v1.Volume{{Name: "pvc", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
 		res := h.sync(pod)
@@ -131,7 +131,7 @@ func TestSyncPodProvidedVolumeFailures(t *testing.T) {
 
 func TestSyncPodKeepsVolumesOfAdoptedPod(t *testing.T) {
 	h := newHarness(t)
-	h.s.opts.Volumes = &fakeVolumes{}
+	h.withVolumes(&fakeVolumes{})
 	pod := projectedPod()
 	if res := h.sync(pod); res.Err != nil {
 		t.Fatal(res.Err)
@@ -157,4 +157,10 @@ func TestSyncPodKeepsVolumesOfAdoptedPod(t *testing.T) {
 	if res := h.sync(pod); res.Err == nil {
 		t.Error("Prepare failure of a running pod not reported")
 	}
+}
+
+// withVolumes gives the harness's syncer a volume provider, as New would.
+func (h *harness) withVolumes(v VolumeProvider) {
+	h.s.opts.Volumes = v
+	h.s.resources = resourceHooks(h.s.opts)
 }

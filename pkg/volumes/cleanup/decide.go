@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/nodelet/nodelet/pkg/layout"
 )
 
 // Mount is the part of a mountinfo entry the decision needs.
@@ -36,9 +38,9 @@ type Plan struct {
 
 // Directory layout of a pod directory that nodelet (like upstream) mounts on.
 const (
-	volumesDir       = "volumes"
-	volumePluginPfx  = "kubernetes.io~"
-	volumeSubpaths   = "volume-subpaths"
+	volumesDir       = layout.VolumesDirName
+	volumePluginPfx  = layout.PluginPrefix
+	volumeSubpaths   = layout.SubpathsDirName
 	reasonForeign    = "not a mount nodelet makes"
 	reasonHoldsOther = "holds a mount nodelet does not own"
 	reasonUnderOther = "inside a mount nodelet does not own"

@@ -1,4 +1,4 @@
-package cri
+package criconfig
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kptr "k8s.io/utils/ptr"
 )
 
 func TestHostsFile(t *testing.T) {
@@ -25,7 +26,7 @@ func TestHostsFile(t *testing.T) {
 		{name: "no IP yet", want: localhost},
 		{name: "hostname and subdomain, dual stack", ips: []string{"10.88.0.5", "fd00::5"}, spec: v1.PodSpec{Hostname: "db-0", Subdomain: "db"},
 			want: localhost + "10.88.0.5\tdb-0.db.ns.svc.cluster.local\tdb-0\nfd00::5\tdb-0.db.ns.svc.cluster.local\tdb-0\n"},
-		{name: "setHostnameAsFQDN changes no entry", ips: []string{"10.88.0.5"}, spec: v1.PodSpec{Subdomain: "db", SetHostnameAsFQDN: ptr(true)},
+		{name: "setHostnameAsFQDN changes no entry", ips: []string{"10.88.0.5"}, spec: v1.PodSpec{Subdomain: "db", SetHostnameAsFQDN: kptr.To(true)},
 			want: localhost + "10.88.0.5\tweb.db.ns.svc.cluster.local\tweb\n"},
 		{name: "hostAliases", ips: []string{"10.88.0.5"}, spec: v1.PodSpec{HostAliases: aliases},
 			want: localhost + "10.88.0.5\tweb\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo\tfoo.local\n10.1.2.4\tbar\n"},
@@ -72,22 +73,22 @@ func TestKernelHostname(t *testing.T) {
 		{name: "long pod name cut to a label", podName: long, want: strings.Repeat("a", 62)},
 		{name: "spec.hostname", podName: "web", spec: v1.PodSpec{Hostname: "custom"}, want: "custom"},
 		{name: "subdomain alone keeps the short name", podName: "web", spec: v1.PodSpec{Subdomain: "db"}, want: "web"},
-		{name: "FQDN", podName: "web", spec: v1.PodSpec{Subdomain: "db", SetHostnameAsFQDN: ptr(true)},
+		{name: "FQDN", podName: "web", spec: v1.PodSpec{Subdomain: "db", SetHostnameAsFQDN: kptr.To(true)},
 			want: "web.db.ns.svc.cluster.local"},
-		{name: "FQDN asked without subdomain", podName: "web", spec: v1.PodSpec{SetHostnameAsFQDN: ptr(true)}, want: "web"},
-		{name: "FQDN false", podName: "web", spec: v1.PodSpec{Subdomain: "db", SetHostnameAsFQDN: ptr(false)}, want: "web"},
-		{name: "FQDN of 64 characters", podName: "web", spec: v1.PodSpec{Hostname: strings.Repeat("h", 40), Subdomain: "db", SetHostnameAsFQDN: ptr(true)},
+		{name: "FQDN asked without subdomain", podName: "web", spec: v1.PodSpec{SetHostnameAsFQDN: kptr.To(true)}, want: "web"},
+		{name: "FQDN false", podName: "web", spec: v1.PodSpec{Subdomain: "db", SetHostnameAsFQDN: kptr.To(false)}, want: "web"},
+		{name: "FQDN of 64 characters", podName: "web", spec: v1.PodSpec{Hostname: strings.Repeat("h", 40), Subdomain: "db", SetHostnameAsFQDN: kptr.To(true)},
 			want: strings.Repeat("h", 40) + ".db.ns.svc.cluster.local"},
-		{name: "FQDN too long", podName: "web", spec: v1.PodSpec{Hostname: strings.Repeat("h", 41), Subdomain: "db", SetHostnameAsFQDN: ptr(true)},
+		{name: "FQDN too long", podName: "web", spec: v1.PodSpec{Hostname: strings.Repeat("h", 41), Subdomain: "db", SetHostnameAsFQDN: kptr.To(true)},
 			wantErr: "longer than the 64"},
 		{name: "hostname with a dot", podName: "web", spec: v1.PodSpec{Hostname: "a.b"}, wantErr: `pod hostname "a.b" is not a valid DNS label`},
 		{name: "subdomain upper case", podName: "web", spec: v1.PodSpec{Subdomain: "DB"}, wantErr: `pod subdomain "DB"`},
 		{name: "hostnameOverride replaces hostname and subdomain", podName: "web",
-			spec: v1.PodSpec{Hostname: "custom", Subdomain: "db", SetHostnameAsFQDN: ptr(true), HostnameOverride: ptr("override.example.host")},
+			spec: v1.PodSpec{Hostname: "custom", Subdomain: "db", SetHostnameAsFQDN: kptr.To(true), HostnameOverride: kptr.To("override.example.host")},
 			want: "override.example.host"},
-		{name: "long hostnameOverride cut to a label", podName: "web", spec: v1.PodSpec{HostnameOverride: ptr(strings.Repeat("o", 62) + ".x")},
+		{name: "long hostnameOverride cut to a label", podName: "web", spec: v1.PodSpec{HostnameOverride: kptr.To(strings.Repeat("o", 62) + ".x")},
 			want: strings.Repeat("o", 62)},
-		{name: "hostnameOverride no subdomain", podName: "web", spec: v1.PodSpec{HostnameOverride: ptr("Bad_Name")},
+		{name: "hostnameOverride no subdomain", podName: "web", spec: v1.PodSpec{HostnameOverride: kptr.To("Bad_Name")},
 			wantErr: `pod hostnameOverride "Bad_Name" is not a valid DNS subdomain`},
 	}
 	for _, tt := range tests {

@@ -1,15 +1,16 @@
-package cri
+package criconfig
 
 import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/layout"
 )
 
 // Volumes: emptyDir (on disk) and hostPath are built in; projected volumes
@@ -17,18 +18,6 @@ import (
 // volumes, cluster mode only); everything else fails with ErrUnsupported
 // until volume plugins exist. Creating the directories is the caller's job
 // (it is I/O); this file only decides paths.
-
-// EmptyDirPath returns the directory backing a pod's emptyDir volume, in
-// the upstream layout.
-func EmptyDirPath(rootDir string, uid types.UID, volume string) string {
-	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~empty-dir", volume)
-}
-
-// ProjectedPath returns the directory backing a pod's projected volume, in
-// the upstream layout.
-func ProjectedPath(rootDir string, uid types.UID, volume string) string {
-	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~projected", volume)
-}
 
 // APIVolumePath returns the directory backing a volume whose content comes
 // from the API (configMap, secret, downwardAPI, projected), in the upstream
@@ -39,7 +28,7 @@ func APIVolumePath(rootDir string, uid types.UID, v *v1.Volume) (path string, ok
 	if plugin == "" {
 		return "", false
 	}
-	return filepath.Join(rootDir, "pods", string(uid), "volumes", "kubernetes.io~"+plugin, v.Name), true
+	return layout.VolumeDir(rootDir, uid, plugin, v.Name), true
 }
 
 // APIVolumePlugin names the upstream plugin directory of a volume with
@@ -48,13 +37,13 @@ func APIVolumePath(rootDir string, uid types.UID, v *v1.Volume) (path string, ok
 func APIVolumePlugin(v *v1.Volume) string {
 	switch {
 	case v.Secret != nil:
-		return "secret"
+		return layout.PluginSecret
 	case v.ConfigMap != nil:
-		return "configmap"
+		return layout.PluginConfigMap
 	case v.DownwardAPI != nil:
-		return "downward-api"
+		return layout.PluginDownwardAPI
 	case v.Projected != nil:
-		return "projected"
+		return layout.PluginProjected
 	}
 	return ""
 }
@@ -109,15 +98,6 @@ func VolumeType(v *v1.Volume) string {
 	return "unknown"
 }
 
-// HostPathType returns how a hostPath volume's path must be checked or
-// created before use.
-func HostPathType(v *v1.Volume) v1.HostPathType {
-	if v.HostPath == nil || v.HostPath.Type == nil {
-		return v1.HostPathUnset
-	}
-	return *v.HostPath.Type
-}
-
 // VolumeHostPath returns the node path backing a supported volume.
 func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, error) {
 	switch {
@@ -127,7 +107,7 @@ func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, erro
 		if opts.RootDir == "" {
 			return "", fmt.Errorf("volume %q: emptyDir needs a root directory, none configured", v.Name)
 		}
-		return EmptyDirPath(opts.RootDir, pod.UID, v.Name), nil
+		return layout.EmptyDir(opts.RootDir, pod.UID, v.Name), nil
 	case APIVolumePlugin(v) != "":
 		// Whether the content can be made was checked before (see
 		// podsync.VolumeProvider); the path is fixed either way.
@@ -140,11 +120,29 @@ func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, erro
 	return "", fmt.Errorf("volume %q: volume type %s %w", v.Name, VolumeType(v), ErrUnsupported)
 }
 
+// VolumePaths returns the node path backing each of the pod's volumes (see
+// VolumeHostPath), by volume name: what the volume step of the pod-resource
+// pipeline prepares and container mounts refer to.
+func VolumePaths(pod *v1.Pod, opts ConfigOptions) (map[string]string, error) {
+	paths := make(map[string]string, len(pod.Spec.Volumes))
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		path, err := VolumeHostPath(pod, v, opts)
+		if err != nil {
+			return nil, err
+		}
+		paths[v.Name] = path
+	}
+	return paths, nil
+}
+
 // SubpathMount is a volume mount with a subPath (or subPathExpr), which the
 // runtime may mount only once it has been bound safely to Target (package
 // volumes/subpath): the subPath lies in a volume the pod can write, so the path
 // itself cannot be trusted.
 type SubpathMount struct {
+	// Mount names the volume mount, for errors.
+	Mount string
 	// Volume is the volume's name in the pod.
 	Volume string
 	// VolumePath is the node path backing the volume.
@@ -153,22 +151,6 @@ type SubpathMount struct {
 	Path string
 	// Target is the node-owned path to bind it to; the CRI mount's host path.
 	Target string
-}
-
-// SubpathBinder makes a SubpathMount's Target show what its Path names in
-// the volume, or fails. It does the I/O ContainerConfig leaves out.
-type SubpathBinder func(SubpathMount) error
-
-// SubpathsDir returns the directory under which a pod's subPath binds live,
-// in the upstream layout.
-func SubpathsDir(rootDir string, uid types.UID) string {
-	return filepath.Join(rootDir, "pods", string(uid), "volume-subpaths")
-}
-
-// SubpathTarget returns where the subPath of a container's index-th volume
-// mount is bound: <root>/pods/<uid>/volume-subpaths/<volume>/<container>/<index>.
-func SubpathTarget(rootDir string, uid types.UID, volume, container string, index int) string {
-	return filepath.Join(SubpathsDir(rootDir, uid), volume, container, strconv.Itoa(index))
 }
 
 // subPathOf returns a mount's subPath, with subPathExpr expanded against the
@@ -199,42 +181,45 @@ func subPathOf(vm *v1.VolumeMount, lookup func(string) (string, bool)) (string, 
 	return sub, nil
 }
 
-func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, lookup func(string) (string, bool), bind SubpathBinder) ([]*runtimeapi.Mount, error) {
+// containerMounts returns the container's volume mounts, given the node
+// paths of the pod's volumes, and the subPath binds the caller must make
+// before the runtime mounts their targets.
+func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, paths map[string]string, lookup func(string) (string, bool)) ([]*runtimeapi.Mount, []SubpathMount, error) {
 	if len(c.VolumeMounts) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	vols := make(map[string]*v1.Volume, len(pod.Spec.Volumes))
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
 	}
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts))
+	var binds []SubpathMount
 	for i := range c.VolumeMounts {
 		vm := &c.VolumeMounts[i]
 		v, ok := vols[vm.Name]
 		if !ok {
-			return nil, fmt.Errorf("volume mount %q: no such volume in the pod", vm.Name)
+			return nil, nil, fmt.Errorf("volume mount %q: no such volume in the pod", vm.Name)
 		}
-		hostPath, err := VolumeHostPath(pod, v, opts)
-		if err != nil {
-			return nil, err
+		hostPath, ok := paths[v.Name]
+		if !ok {
+			return nil, nil, fmt.Errorf("volume mount %q: volume not prepared", vm.Name)
 		}
 		sub, err := subPathOf(vm, lookup)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if sub != "" {
-			if bind == nil || opts.RootDir == "" {
-				return nil, fmt.Errorf("volume mount %q: subPath needs a root directory and a binder, none configured", vm.Name)
+			if opts.RootDir == "" {
+				return nil, nil, fmt.Errorf("volume mount %q: subPath needs a root directory, none configured", vm.Name)
 			}
 			sm := SubpathMount{
+				Mount:      vm.Name,
 				Volume:     v.Name,
 				VolumePath: hostPath,
 				Path:       sub,
-				Target:     SubpathTarget(opts.RootDir, pod.UID, v.Name, c.Name, i),
+				Target:     layout.SubpathTarget(opts.RootDir, pod.UID, v.Name, c.Name, i),
 			}
-			if err := bind(sm); err != nil {
-				return nil, fmt.Errorf("volume mount %q: %w", vm.Name, err)
-			}
+			binds = append(binds, sm)
 			hostPath = sm.Target
 		}
 		m := &runtimeapi.Mount{
@@ -255,5 +240,5 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, lookup fu
 		}
 		mounts = append(mounts, m)
 	}
-	return mounts, nil
+	return mounts, binds, nil
 }

@@ -1,4 +1,4 @@
-package cri
+package criconfig
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -29,11 +28,6 @@ const (
 	// maxKernelHostname is the longest name sethostname(2) takes.
 	maxKernelHostname = 64
 )
-
-// HostsFilePath is where a pod's managed hosts file lives.
-func HostsFilePath(rootDir string, uid types.UID) string {
-	return filepath.Join(rootDir, "pods", string(uid), "etc-hosts")
-}
 
 // PodHostnameAndDomain returns a pod's hostname (spec.hostname or its name,
 // cut to one DNS label) and, with a subdomain, its domain

@@ -1,4 +1,4 @@
-package cri
+package criconfig
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
 var testOpts = ConfigOptions{
@@ -50,7 +51,7 @@ func TestSandboxConfig(t *testing.T) {
 	if cfg.Hostname != "web" || cfg.LogDirectory != "/var/log/pods/prod_web_uid-1" {
 		t.Errorf("hostname %q, log dir %q", cfg.Hostname, cfg.LogDirectory)
 	}
-	if cfg.Labels["app"] != "web" || cfg.Labels[LabelPodUID] != "uid-1" || cfg.Annotations["kubernetes.io/config.source"] != "file" {
+	if cfg.Labels["app"] != "web" || cfg.Labels[cri.LabelPodUID] != "uid-1" || cfg.Annotations["kubernetes.io/config.source"] != "file" {
 		t.Errorf("labels %v annotations %v", cfg.Labels, cfg.Annotations)
 	}
 	wantPorts := []*runtimeapi.PortMapping{{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 80, HostPort: 8080}}
@@ -75,7 +76,7 @@ func TestSandboxConfig(t *testing.T) {
 	if ns.Network != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_NODE || ns.Ipc != runtimeapi.NamespaceMode_NODE {
 		t.Errorf("host namespaces = %v", ns)
 	}
-	if cfg.Hostname != "" || cfg.Annotations[AnnotationSandboxHostNetwork] != "true" {
+	if cfg.Hostname != "" || cfg.Annotations[cri.AnnotationSandboxHostNetwork] != "true" {
 		t.Errorf("host network: hostname %q, annotations %v", cfg.Hostname, cfg.Annotations)
 	}
 	if !cfg.Linux.SecurityContext.Privileged {
@@ -171,7 +172,7 @@ func TestContainerConfig(t *testing.T) {
 		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("64Mi")},
 	}
 
-	cfg, err := ContainerConfig(pod, c, ContainerParams{RestartCount: 3, ImageRef: "sha256:abc", PodIPs: []string{"10.88.0.5"}}, testOpts)
+	cfg, _, err := ContainerConfig(pod, c, prepared(t, pod, ContainerParams{RestartCount: 3, ImageRef: "sha256:abc", PodIPs: []string{"10.88.0.5"}}), testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestContainerConfig(t *testing.T) {
 	if cfg.WorkingDir != "/work" || !cfg.Tty || !cfg.Stdin {
 		t.Errorf("workdir/tty/stdin = %q %v %v", cfg.WorkingDir, cfg.Tty, cfg.Stdin)
 	}
-	id, err := ParseContainerIdentity(cfg.Labels, cfg.Annotations)
+	id, err := cri.ParseContainerIdentity(cfg.Labels, cfg.Annotations)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestContainerConfigHostNetworkPodIP(t *testing.T) {
 	pod.Spec.HostNetwork = true
 	c := &pod.Spec.Containers[0]
 	c.Env = []v1.EnvVar{{Name: "IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
-	cfg, err := ContainerConfig(pod, c, ContainerParams{}, testOpts)
+	cfg, _, err := ContainerConfig(pod, c, ContainerParams{}, testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,20 +271,48 @@ func TestContainerConfigUnsupported(t *testing.T) {
 			p.Spec.Volumes = []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
 			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "d", MountPath: "/x", SubPathExpr: "$(D)"}}
 		}, "must not contain '..'"},
-		{"subPath without a binder", func(p *v1.Pod) {
+		{"mount of an unprepared volume", func(p *v1.Pod) {
 			p.Spec.Volumes = []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
-			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "d", MountPath: "/x", SubPath: "s"}}
-		}, "subPath needs a root directory and a binder"},
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "d", MountPath: "/x"}}
+			p.Spec.Volumes[0].Name = "late" // prepared under another name
+			p.Spec.Containers[0].VolumeMounts[0].Name = "late"
+		}, `volume mount "late": volume not prepared`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := configPod()
 			tt.mutate(pod)
-			_, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerParams{}, testOpts)
+			paths, err := VolumePaths(pod, testOpts)
+			if err == nil {
+				delete(paths, "late")
+				_, _, err = ContainerConfig(pod, &pod.Spec.Containers[0], ContainerParams{VolumePaths: paths}, testOpts)
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want it to contain %q", err, tt.want)
 			}
 		})
 	}
+	// A subPath is bound under the root dir: none, no subPath.
+	pod := configPod()
+	pod.Spec.Volumes = []v1.Volume{{Name: "h", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/srv"}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "h", MountPath: "/x", SubPath: "s"}}
+	noRoot := testOpts
+	noRoot.RootDir = ""
+	_, _, err := ContainerConfig(pod, &pod.Spec.Containers[0], prepared(t, pod, ContainerParams{}), noRoot)
+	if err == nil || !strings.Contains(err.Error(), "subPath needs a root directory") {
+		t.Errorf("subPath without a root dir: err = %v", err)
+	}
+}
+
+// prepared returns p with the node paths of pod's volumes, as the volume
+// step of the pod-resource pipeline prepares them.
+func prepared(t *testing.T, pod *v1.Pod, p ContainerParams) ContainerParams {
+	t.Helper()
+	paths, err := VolumePaths(pod, testOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.VolumePaths = paths
+	return p
 }
 
 func TestCheckVolumes(t *testing.T) {
@@ -321,7 +350,7 @@ func TestAPIVolumeMounts(t *testing.T) {
 	for _, v := range pod.Spec.Volumes {
 		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
 	}
-	cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerParams{}, testOpts)
+	cfg, _, err := ContainerConfig(pod, &pod.Spec.Containers[0], prepared(t, pod, ContainerParams{}), testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,9 +376,7 @@ func TestContainerMounts(t *testing.T) {
 		{Name: "host", MountPath: "/logs", SubPathExpr: "logs/$(POD)"},
 	}
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "POD", Value: "web-0"}}
-	var bound []SubpathMount
-	bind := func(m SubpathMount) error { bound = append(bound, m); return nil }
-	cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerParams{BindSubpath: bind}, testOpts)
+	cfg, bound, err := ContainerConfig(pod, &pod.Spec.Containers[0], prepared(t, pod, ContainerParams{}), testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,18 +392,11 @@ func TestContainerMounts(t *testing.T) {
 		t.Errorf("mounts:\n got %v\nwant %v", cfg.Mounts, want)
 	}
 	wantBound := []SubpathMount{
-		{Volume: "data", VolumePath: "/var/lib/nodelet/pods/uid-1/volumes/kubernetes.io~empty-dir/data", Path: "sub", Target: want[0].HostPath},
-		{Volume: "host", VolumePath: "/srv", Path: "logs/web-0", Target: want[2].HostPath},
+		{Mount: "data", Volume: "data", VolumePath: "/var/lib/nodelet/pods/uid-1/volumes/kubernetes.io~empty-dir/data", Path: "sub", Target: want[0].HostPath},
+		{Mount: "host", Volume: "host", VolumePath: "/srv", Path: "logs/web-0", Target: want[2].HostPath},
 	}
 	if !reflect.DeepEqual(bound, wantBound) {
 		t.Errorf("bound:\n got %+v\nwant %+v", bound, wantBound)
-	}
-
-	// A binder that refuses fails the container config.
-	refuse := func(SubpathMount) error { return errors.New("resolves outside the volume") }
-	if _, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerParams{BindSubpath: refuse}, testOpts); err == nil ||
-		!strings.Contains(err.Error(), `volume mount "data": resolves outside the volume`) {
-		t.Errorf("refused bind: err = %v", err)
 	}
 }
 
@@ -413,3 +433,5 @@ func TestNeedsPodIP(t *testing.T) {
 		t.Error("status.podIPs needs the pod IP")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,11 +1,10 @@
-package cri
+package criconfig
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sync"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -117,7 +116,11 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, p ContainerParams, o
 		// Empty lists: nothing of /proc masked or read-only.
 		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
 	} else {
-		sc.MaskedPaths, sc.ReadonlyPaths = defaultMaskedPaths(), defaultReadonlyPaths
+		masked := opts.MaskedPaths
+		if masked == nil {
+			masked = MaskedPaths()
+		}
+		sc.MaskedPaths, sc.ReadonlyPaths = masked, defaultReadonlyPaths
 	}
 	if sc.Seccomp, err = opts.seccomp().Profile(pod, c); err != nil {
 		return nil, err
@@ -176,19 +179,17 @@ func selinuxOption(o *v1.SELinuxOptions) *runtimeapi.SELinuxOption {
 // not see or write, the list runtimes (moby, containerd) use.
 var (
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
-	defaultMaskedPaths   = sync.OnceValue(func() []string {
-		paths := []string{
-			"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
-			"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-			"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
-		}
-		// Per-CPU thermal throttle counters leak host activity.
-		matches, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/thermal_throttle")
-		for _, m := range matches {
-			if _, err := os.Stat(m); err == nil {
-				paths = append(paths, m)
-			}
-		}
-		return paths
-	})
+	defaultMaskedPaths   = []string{
+		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+		"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+	}
 )
+
+// MaskedPaths returns what a container with the default procMount has
+// masked: the runtimes' list and nodePaths, the node's per-CPU thermal
+// throttle counters, which leak host activity (found by the caller, as
+// they differ from node to node).
+func MaskedPaths(nodePaths ...string) []string {
+	return append(slices.Clone(defaultMaskedPaths), nodePaths...)
+}

@@ -1,4 +1,4 @@
-package cri
+package criconfig
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/security"
 )
 
@@ -33,12 +34,12 @@ type ConfigOptions struct {
 	// UserNamespaces is whether the runtime supports pods in their own
 	// user namespace (CRI Status, default handler).
 	UserNamespaces bool
+	// MaskedPaths is what a container with the default procMount has
+	// masked (see MaskedPaths); nil: MaskedPaths().
+	MaskedPaths []string
 	// HostDNS is the node's resolver configuration (see ParseResolvConf).
 	// Nil means "let the runtime copy the node's /etc/resolv.conf".
 	HostDNS *runtimeapi.DNSConfig
-	// Objects reads config maps and secrets for env vars (cluster mode);
-	// without it such references fail the container.
-	Objects EnvObjects
 	// NodeAllocatable is what a resourceFieldRef to an unset limit reads.
 	NodeAllocatable v1.ResourceList
 	// ServiceEnv, when set, returns the service variables of a pod
@@ -61,7 +62,7 @@ func ContainerLogPath(name string, restartCount int) string {
 
 // SandboxConfig builds the sandbox config of a pod for the given attempt.
 func SandboxConfig(pod *v1.Pod, attempt uint32, opts ConfigOptions) (*runtimeapi.PodSandboxConfig, error) {
-	id := SandboxIdentity{
+	id := cri.SandboxIdentity{
 		PodName:      pod.Name,
 		PodNamespace: pod.Namespace,
 		PodUID:       pod.UID,
@@ -120,9 +121,13 @@ type ContainerParams struct {
 	// runAsNonRoot and the user of a container that sets none.
 	ImageUID  *int64
 	ImageUser string
-	// BindSubpath binds the container's subPath mounts; a container with one
-	// fails without it.
-	BindSubpath SubpathBinder
+	// EnvObjects are the config maps and secrets the container's
+	// environment refers to, as read; nil (no API client): such references
+	// fail the container.
+	EnvObjects *EnvObjects
+	// VolumePaths are the node paths of the pod's volumes by name, as
+	// prepared (VolumePaths); a mount of a volume missing here fails.
+	VolumePaths map[string]string
 	// TerminationMessageFile is the host file, created for this instance,
 	// mounted at the container's terminationMessagePath; "" mounts none.
 	TerminationMessageFile string
@@ -134,32 +139,32 @@ type ContainerParams struct {
 	EtcHostsFile string
 }
 
-// ContainerConfig builds the config of one container instance. It fails
-// for specs nodelet cannot honour yet (env sources other than values and
-// simple field references, unsupported volumes), rather than silently
-// running something else than asked.
-func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.ContainerConfig, error) {
+// ContainerConfig builds the config of one container instance, and the
+// subPath binds the caller must make (package volumes/subpath) before the
+// runtime can mount their targets. It fails for specs nodelet cannot honour
+// yet (env sources other than values and simple field references,
+// unsupported volumes), rather than silently running something else than
+// asked.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOptions) (*runtimeapi.ContainerConfig, []SubpathMount, error) {
 	env, err := containerEnv(pod, c, p, opts)
 	if err != nil {
-		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
 	if len(c.VolumeDevices) > 0 {
-		return nil, fmt.Errorf("container %q: volumeDevices %w", c.Name, ErrUnsupported)
+		return nil, nil, fmt.Errorf("container %q: volumeDevices %w", c.Name, ErrUnsupported)
 	}
 	// Upstream's runAsNonRoot messages name the pod and container already.
 	if err := security.VerifyRunAsNonRoot(pod, c, p.ImageUID, p.ImageUser); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sc, err := containerSecurityContext(pod, c, p, opts)
 	if err != nil {
-		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
-	// Last: binding subPaths is I/O, done only for a config that is
-	// otherwise complete.
 	lookup := envLookup(env)
-	mounts, err := containerMounts(pod, c, opts, lookup, p.BindSubpath)
+	mounts, binds, err := containerMounts(pod, c, opts, p.VolumePaths, lookup)
 	if err != nil {
-		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
 	if p.TerminationMessageFile != "" && c.TerminationMessagePath != "" {
 		mounts = append(mounts, &runtimeapi.Mount{HostPath: p.TerminationMessageFile, ContainerPath: c.TerminationMessagePath})
@@ -167,7 +172,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 	if m := etcHostsMount(c, p.EtcHostsFile); m != nil {
 		mounts = append(mounts, m)
 	}
-	id := ContainerIdentity{
+	id := cri.ContainerIdentity{
 		PodName:                  pod.Name,
 		PodNamespace:             pod.Namespace,
 		PodUID:                   pod.UID,
@@ -204,7 +209,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 			SecurityContext: sc,
 		},
 	}
-	return cfg, nil
+	return cfg, binds, nil
 }
 
 func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {

@@ -1,4 +1,4 @@
-package cri
+package criconfig
 
 import (
 	"errors"
@@ -16,12 +16,61 @@ import (
 // pod using one is reported, never run with the feature silently dropped.
 var ErrUnsupported = errors.New("not supported yet")
 
-// EnvObjects reads the config maps and secrets a pod's environment refers
-// to, as the node: errors are the API's (NotFound for a missing object).
-// The volume provider implements it (cluster mode only).
-type EnvObjects interface {
-	ConfigMap(pod *v1.Pod, name string) (*v1.ConfigMap, error)
-	Secret(pod *v1.Pod, name string) (*v1.Secret, error)
+// EnvObjects are the config maps and secrets a container's environment
+// refers to (EnvObjectRefs), as read from the API before its config is
+// built. An object in neither its map nor Errors was not found.
+type EnvObjects struct {
+	ConfigMaps map[string]*v1.ConfigMap
+	Secrets    map[string]*v1.Secret
+	// Errors are the reads that failed otherwise, by EnvObjectKey.
+	Errors map[string]error
+}
+
+// Kinds of EnvObjectRef.
+const (
+	KindConfigMap = "configmap"
+	KindSecret    = "secret"
+)
+
+// EnvObjectRef names a config map or secret a container's environment
+// refers to.
+type EnvObjectRef struct {
+	Kind string // KindConfigMap or KindSecret
+	Name string
+}
+
+// Key is the ref's key in EnvObjects.Errors.
+func (r EnvObjectRef) Key() string { return r.Kind + "/" + r.Name }
+
+// EnvObjectRefs lists the config maps and secrets c's environment refers
+// to, each once, in the order they are used.
+func EnvObjectRefs(c *v1.Container) []EnvObjectRef {
+	var refs []EnvObjectRef
+	seen := map[EnvObjectRef]bool{}
+	add := func(kind, name string) {
+		if r := (EnvObjectRef{kind, name}); !seen[r] {
+			seen[r] = true
+			refs = append(refs, r)
+		}
+	}
+	for _, from := range c.EnvFrom {
+		switch {
+		case from.ConfigMapRef != nil:
+			add(KindConfigMap, from.ConfigMapRef.Name)
+		case from.SecretRef != nil:
+			add(KindSecret, from.SecretRef.Name)
+		}
+	}
+	for _, e := range c.Env {
+		switch src := e.ValueFrom; {
+		case src == nil:
+		case src.ConfigMapKeyRef != nil:
+			add(KindConfigMap, src.ConfigMapKeyRef.Name)
+		case src.SecretKeyRef != nil:
+			add(KindSecret, src.SecretKeyRef.Name)
+		}
+	}
+	return refs
 }
 
 // ReasonInvalidEnvironmentVariableNames is the event reason for envFrom keys
@@ -52,7 +101,7 @@ func containerEnv(pod *v1.Pod, c *v1.Container, p ContainerParams, opts ConfigOp
 		return nil, nil
 	}
 	env := newEnvList(len(c.Env))
-	objs := envObjects{pod: pod, src: opts.Objects}
+	objs := envObjects{pod: pod, src: p.EnvObjects}
 	for _, from := range c.EnvFrom {
 		if err := envFrom(env, &objs, from, p.Warn); err != nil {
 			return nil, err
@@ -110,12 +159,10 @@ func (l *envList) list() []*runtimeapi.KeyValue {
 	return out
 }
 
-// envObjects reads each config map and secret once per container.
+// envObjects looks up what was read for a container's environment.
 type envObjects struct {
-	pod        *v1.Pod
-	src        EnvObjects
-	configMaps map[string]*v1.ConfigMap
-	secrets    map[string]*v1.Secret
+	pod *v1.Pod
+	src *EnvObjects
 }
 
 // errStaticPodObjects: the Node authorizer lets a node read config maps
@@ -124,39 +171,29 @@ type envObjects struct {
 var errStaticPodObjects = errors.New("a static pod cannot use API objects")
 
 func (o *envObjects) configMap(name string) (*v1.ConfigMap, error) {
-	if cm, ok := o.configMaps[name]; ok {
-		return cm, nil
-	}
 	if err := o.usable(); err != nil {
 		return nil, fmt.Errorf("couldn't get configMap %s/%s: %w", o.pod.Namespace, name, err)
 	}
-	cm, err := o.src.ConfigMap(o.pod, name)
-	if err != nil {
-		return nil, notFoundAsUpstream(err, "configmap", name)
+	if err := o.src.Errors[EnvObjectRef{KindConfigMap, name}.Key()]; err != nil {
+		return nil, notFoundAsUpstream(err, KindConfigMap, name)
 	}
-	if o.configMaps == nil {
-		o.configMaps = map[string]*v1.ConfigMap{}
+	if cm, ok := o.src.ConfigMaps[name]; ok {
+		return cm, nil
 	}
-	o.configMaps[name] = cm
-	return cm, nil
+	return nil, notFound(KindConfigMap, name)
 }
 
 func (o *envObjects) secret(name string) (*v1.Secret, error) {
-	if s, ok := o.secrets[name]; ok {
-		return s, nil
-	}
 	if err := o.usable(); err != nil {
 		return nil, fmt.Errorf("couldn't get secret %s/%s: %w", o.pod.Namespace, name, err)
 	}
-	s, err := o.src.Secret(o.pod, name)
-	if err != nil {
-		return nil, notFoundAsUpstream(err, "secret", name)
+	if err := o.src.Errors[EnvObjectRef{KindSecret, name}.Key()]; err != nil {
+		return nil, notFoundAsUpstream(err, KindSecret, name)
 	}
-	if o.secrets == nil {
-		o.secrets = map[string]*v1.Secret{}
+	if s, ok := o.src.Secrets[name]; ok {
+		return s, nil
 	}
-	o.secrets[name] = s
-	return s, nil
+	return nil, notFound(KindSecret, name)
 }
 
 func (o *envObjects) usable() error {
@@ -173,9 +210,13 @@ func (o *envObjects) usable() error {
 // (`configmap "x" not found`), keeping it a NotFound error.
 func notFoundAsUpstream(err error, resource, name string) error {
 	if apierrors.IsNotFound(err) {
-		return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+		return notFound(resource, name)
 	}
 	return err
+}
+
+func notFound(resource, name string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
 }
 
 // envFrom adds the keys of one envFrom source to env.

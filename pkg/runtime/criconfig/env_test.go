@@ -1,34 +1,14 @@
-package cri
+package criconfig
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-type fakeObjects struct {
-	cms     map[string]*v1.ConfigMap
-	secrets map[string]*v1.Secret
-}
-
-func (f fakeObjects) ConfigMap(_ *v1.Pod, name string) (*v1.ConfigMap, error) {
-	if cm, ok := f.cms[name]; ok {
-		return cm, nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
-}
-
-func (f fakeObjects) Secret(_ *v1.Pod, name string) (*v1.Secret, error) {
-	if s, ok := f.secrets[name]; ok {
-		return s, nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
-}
 
 func cmKey(name, key string, optional bool) *v1.EnvVarSource {
 	return &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
@@ -41,10 +21,10 @@ func secretKey(name, key string, optional bool) *v1.EnvVarSource {
 }
 
 func TestContainerEnv(t *testing.T) {
-	objs := fakeObjects{
-		cms: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{
+	objs := &EnvObjects{
+		ConfigMaps: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{
 			"LEVEL": "debug", "1BAD": "x", "data-1": "z", "with=eq": "y", "url": "http://$(HOST)"}}},
-		secrets: map[string]*v1.Secret{"sec": {Data: map[string][]byte{"PW": []byte("s3cret")}}},
+		Secrets: map[string]*v1.Secret{"sec": {Data: map[string][]byte{"PW": []byte("s3cret")}}},
 	}
 	service := map[string]string{"KUBERNETES_SERVICE_HOST": "10.96.0.1", "HOST": "svc-host"}
 	mem := resource.MustParse("64Mi")
@@ -100,9 +80,9 @@ func TestContainerEnv(t *testing.T) {
 				Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: mem},
 			}}
 			var warns []string
-			opts := ConfigOptions{Objects: objs, ServiceEnv: func(*v1.Pod) (map[string]string, error) { return service, nil },
+			opts := ConfigOptions{ServiceEnv: func(*v1.Pod) (map[string]string, error) { return service, nil },
 				NodeAllocatable: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Gi"), v1.ResourceCPU: resource.MustParse("2")}}
-			env, err := ContainerEnv(pod, c, ContainerParams{Warn: func(r, m string) { warns = append(warns, r+": "+m) }}, opts)
+			env, err := ContainerEnv(pod, c, ContainerParams{EnvObjects: objs, Warn: func(r, m string) { warns = append(warns, r+": "+m) }}, opts)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -135,3 +115,26 @@ func TestIsEnvVarName(t *testing.T) {
 }
 
 func boolPtr(b bool) *bool { return &b }
+
+func TestEnvObjectRefs(t *testing.T) {
+	c := &v1.Container{
+		EnvFrom: []v1.EnvFromSource{
+			{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "s"}}},
+			{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}},
+		},
+		Env: []v1.EnvVar{
+			{Name: "A", Value: "x"},
+			{Name: "B", ValueFrom: cmKey("c", "k", false)},
+			{Name: "C", ValueFrom: secretKey("s2", "k", true)},
+			{Name: "D", ValueFrom: cmKey("s", "k", false)}, // a config map named like a secret
+		},
+	}
+	got := EnvObjectRefs(c)
+	want := []EnvObjectRef{{KindSecret, "s"}, {KindConfigMap, "c"}, {KindSecret, "s2"}, {KindConfigMap, "s"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("refs = %v, want %v", got, want)
+	}
+	if got := EnvObjectRefs(&v1.Container{}); got != nil {
+		t.Errorf("no refs = %v", got)
+	}
+}

@@ -1,4 +1,4 @@
-package cri
+package criconfig
 
 import (
 	"errors"
@@ -71,7 +71,7 @@ func TestContainerSecurityContext(t *testing.T) {
 			if tc.mut != nil {
 				tc.mut(p)
 			}
-			cfg, err := ContainerConfig(p, &p.Spec.Containers[0], tc.params, testOpts)
+			cfg, _, err := ContainerConfig(p, &p.Spec.Containers[0], tc.params, testOpts)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want %q", err, tc.err)
@@ -99,5 +99,19 @@ func TestSandboxRefusesUserNamespace(t *testing.T) {
 	opts.UserNamespaces = true
 	if _, err := SandboxConfig(p, 0, opts); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "does not allocate user namespace ID mappings") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+func TestMaskedPathsFromOptions(t *testing.T) {
+	p := configPod()
+	opts := testOpts
+	opts.MaskedPaths = MaskedPaths("/sys/devices/system/cpu/cpu0/thermal_throttle")
+	cfg, _, err := ContainerConfig(p, &p.Spec.Containers[0], ContainerParams{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.Linux.SecurityContext.MaskedPaths
+	if len(got) != len(defaultMaskedPaths)+1 || got[len(got)-1] != "/sys/devices/system/cpu/cpu0/thermal_throttle" {
+		t.Errorf("masked paths = %v", got)
 	}
 }
