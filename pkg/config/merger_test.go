@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -196,39 +197,43 @@ func TestMergerSnapshotCoalesces(t *testing.T) {
 
 // In incremental mode a slow consumer gets every update, in order.
 func TestMergerIncrementalSlowConsumer(t *testing.T) {
-	m := NewMerger(Incremental, WithOutputBuffer(1))
-	src := m.Channel("file")
-	startMerger(t, m)
-	go func() {
-		for i := range 20 {
-			src <- PodUpdate{Op: SET, Pods: []*v1.Pod{testPod(string(rune('a' + i)))}}
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMerger(Incremental, WithOutputBuffer(1))
+		src := m.Channel("file")
+		startMerger(t, m)
+		go func() {
+			for i := range 20 {
+				src <- PodUpdate{Op: SET, Pods: []*v1.Pod{testPod(string(rune('a' + i)))}}
+			}
+		}()
+		expect(t, m.Updates(), opPods{ADD, "file", []string{"a"}})
+		for i := 1; i < 20; i++ {
+			synctest.Wait() // the consumer is slowest: the merger is blocked on it
+			expect(t, m.Updates(),
+				opPods{REMOVE, "file", []string{string(rune('a' + i - 1))}},
+				opPods{ADD, "file", []string{string(rune('a' + i))}})
 		}
-	}()
-	expect(t, m.Updates(), opPods{ADD, "file", []string{"a"}})
-	for i := 1; i < 20; i++ {
-		time.Sleep(time.Millisecond)
-		expect(t, m.Updates(),
-			opPods{REMOVE, "file", []string{string(rune('a' + i - 1))}},
-			opPods{ADD, "file", []string{string(rune('a' + i))}})
-	}
+	})
 }
 
 func TestMergerStops(t *testing.T) {
-	m := NewMerger(Incremental, WithOutputBuffer(0))
-	src := m.Channel("file")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.Run(ctx)
-	}()
-	// Nobody reads: Run is blocked on the output when we cancel.
-	src <- PodUpdate{Op: SET, Pods: []*v1.Pod{testPod("a")}}
-	time.Sleep(10 * time.Millisecond)
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMerger(Incremental, WithOutputBuffer(0))
+		src := m.Channel("file")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			m.Run(ctx)
+		}()
+		// Nobody reads: Run is blocked on the output when we cancel.
+		src <- PodUpdate{Op: SET, Pods: []*v1.Pod{testPod("a")}}
+		synctest.Wait()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Run did not return after cancel")
+		}
+	})
 }

@@ -2,18 +2,21 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
@@ -103,14 +106,15 @@ func expectHTTPSet(t *testing.T, out <-chan PodUpdate, names ...string) []*v1.Po
 func waitPolls(t *testing.T, srv *manifestServer, n int) {
 	t.Helper()
 	start, _ := srv.requests()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if hits, _ := srv.requests(); hits >= start+n {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("fewer than %d polls", n)
+	poll.Eventually(t, fmt.Sprintf("%d polls", n), func() bool { hits, _ := srv.requests(); return hits >= start+n })
+}
+
+// countingTransport counts the requests it passes on.
+type countingTransport struct{ n atomic.Int32 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func TestURLSourcePod(t *testing.T) {
@@ -225,7 +229,8 @@ func TestURLSourceUnreachable(t *testing.T) {
 	ts.Close()
 	out := make(chan PodUpdate, 10)
 	rec := &recorder{}
-	s := NewURLSource(url, nil, "node-1", 10*time.Millisecond, out, WithReporter(rec))
+	polls := &countingTransport{}
+	s := NewURLSource(url, nil, "node-1", 10*time.Millisecond, out, WithReporter(rec), WithHTTPClient(&http.Client{Transport: polls}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -233,7 +238,9 @@ func TestURLSourceUnreachable(t *testing.T) {
 		s.Run(ctx)
 	}()
 	got := rec.waitReports(t, 1)
-	time.Sleep(100 * time.Millisecond)
+	// Five more polls fail the same way: still one report.
+	after := polls.n.Load()
+	poll.Eventually(t, "5 more polls", func() bool { return polls.n.Load() >= after+5 })
 	cancel()
 	<-done
 	if n := len(rec.list()); n != 1 {
