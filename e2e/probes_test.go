@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
@@ -74,24 +75,15 @@ func execIn(t *testing.T, client *cri.Client, p *v1.Pod, cmd ...string) {
 // waitLog waits until the nodelet log has every one of wants.
 func waitLog(t *testing.T, n *framework.Nodelet, timeout time.Duration, wants ...string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	poll.Within(t, timeout, fmt.Sprintf("nodelet log lines %q", wants), func() (bool, string) {
 		log := n.Log()
-		missing := ""
 		for _, w := range wants {
 			if !strings.Contains(log, w) {
-				missing = w
-				break
+				return false, fmt.Sprintf("no %q", w)
 			}
 		}
-		if missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nodelet log has no %q", missing)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
 
 func TestProbesStandalone(t *testing.T) {

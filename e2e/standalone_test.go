@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/runtime"
 )
 
@@ -153,17 +155,10 @@ spec:
 func TestEmptyManifestDirBecomesReady(t *testing.T) {
 	rt := framework.StartRuntime(t)
 	n := framework.StartNodelet(t, rt)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, 50*time.Millisecond, "ready", func() (bool, string) {
 		code, body, err := n.Readyz()
-		if err == nil && code == http.StatusOK && strings.Contains(body, "[+]sources ok") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never ready: %d %q %v", code, body, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && code == http.StatusOK && strings.Contains(body, "[+]sources ok"), fmt.Sprintf("%d %q %v", code, body, err)
+	})
 	pods, err := n.Pods()
 	if err != nil || len(pods) != 0 {
 		t.Fatalf("pods %v err %v", pods, err)
@@ -202,7 +197,6 @@ func TestBrokenManifestsBesideGoodOnes(t *testing.T) {
 	n.WaitPod("good"+staticSuffix, 60*time.Second, "running", framework.Running)
 
 	// Every broken file is reported with a specific error; nothing else runs.
-	deadline := time.Now().Add(20 * time.Second)
 	want := map[string]string{
 		"bad-yaml.yaml":   "yaml",
 		"wrong-kind.yaml": "Deployment",
@@ -211,18 +205,17 @@ func TestBrokenManifestsBesideGoodOnes(t *testing.T) {
 		"garbage.json":    "garbage.json",
 		"huge.yaml":       "huge.yaml",
 	}
-	for file, needle := range want {
-		for {
-			if line := logLineAbout(n.Log(), file); line != "" && strings.Contains(line, needle) {
-				break
+	poll.Until(t, 20*time.Second, 100*time.Millisecond, "a specific error in the log for every broken file", func() (bool, string) {
+		log := n.Log()
+		var missing []string
+		for file, needle := range want {
+			if line := logLineAbout(log, file); line == "" || !strings.Contains(line, needle) {
+				missing = append(missing, fmt.Sprintf("%s (want a line containing %q)", file, needle))
 			}
-			if time.Now().After(deadline) {
-				t.Errorf("no specific error for %s (want a line containing %q) in log", file, needle)
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
 		}
-	}
+		slices.Sort(missing)
+		return len(missing) == 0, "none for " + strings.Join(missing, ", ")
+	})
 	pods, err := n.Pods()
 	if err != nil {
 		t.Fatal(err)
@@ -382,15 +375,11 @@ func waitRuntime(t *testing.T, c interface {
 	PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
 }, uid types.UID, name string, timeout time.Duration, what string, cond func(*runtime.PodStatus) bool) *runtime.PodStatus {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s, err := c.PodStatus(context.Background(), uid, name, "default")
-		if err == nil && cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s: timed out waiting for %s (err %v)", name, what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var s *runtime.PodStatus
+	poll.Until(t, timeout, 50*time.Millisecond, "pod "+name+": "+what, func() (bool, string) {
+		var err error
+		s, err = c.PodStatus(context.Background(), uid, name, "default")
+		return err == nil && cond(s), fmt.Sprintf("err %v", err)
+	})
+	return s
 }

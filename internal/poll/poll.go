@@ -45,6 +45,13 @@ func Within(t testing.TB, timeout time.Duration, what string, cond func() (done 
 	until(t, timeout, slowInterval, what, cond)
 }
 
+// Until is Within at a chosen interval: for a test that measures how soon
+// something happens, or a condition too costly to check often.
+func Until(t testing.TB, timeout, interval time.Duration, what string, cond func() (done bool, state string)) {
+	t.Helper()
+	until(t, timeout, interval, what, cond)
+}
+
 func until(t testing.TB, timeout, interval time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	last := ""
