@@ -301,22 +301,33 @@ func TestCrashLoopBacksOff(t *testing.T) {
 	if c.LastTerminationState.Terminated == nil || c.LastTerminationState.Terminated.ExitCode != 3 {
 		t.Fatalf("last termination %+v", c.LastTerminationState)
 	}
-	first := c.RestartCount
-	// Back-off starts at 10 s and doubles: over the next 8 s at most one
-	// more restart may happen; a hot loop would show dozens.
-	time.Sleep(8 * time.Second)
-	p, err := n.Pod("crash" + staticSuffix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := framework.ContainerStatus(p, "app").RestartCount; got > first+1 {
-		t.Fatalf("restart count went %d -> %d in 8 s: not backing off", first, got)
-	}
-	// And it does restart once the back-off expires.
-	n.WaitPod("crash"+staticSuffix, 60*time.Second, "a restart after back-off", func(p *v1.Pod) bool {
+	first, exited := c.RestartCount, c.LastTerminationState.Terminated.FinishedAt.Time
+	// It restarts once the back-off expires, and not before: back-off starts
+	// at 10 s and doubles, so the next instance starts at least 10 s after
+	// the last one exited (the runtime's timestamps, to the second), where a
+	// hot loop would start it at once.
+	p = n.WaitPod("crash"+staticSuffix, 60*time.Second, "a restart after back-off", func(p *v1.Pod) bool {
 		c := framework.ContainerStatus(p, "app")
 		return c != nil && c.RestartCount > first
 	})
+	c = framework.ContainerStatus(p, "app")
+	if c.RestartCount != first+1 {
+		t.Fatalf("restart count went %d -> %d at once: not backing off", first, c.RestartCount)
+	}
+	var started time.Time
+	switch {
+	case c.State.Running != nil:
+		started = c.State.Running.StartedAt.Time
+	case c.State.Terminated != nil:
+		started = c.State.Terminated.StartedAt.Time
+	case c.LastTerminationState.Terminated != nil:
+		started = c.LastTerminationState.Terminated.StartedAt.Time
+	default:
+		t.Fatalf("restarted container has no start time: %+v", c)
+	}
+	if gap := started.Sub(exited); gap < 9*time.Second {
+		t.Fatalf("restarted %s after the exit: not backing off", gap)
+	}
 }
 
 func TestRestartAdoptsRunningContainers(t *testing.T) {
@@ -344,7 +355,6 @@ spec:
 	}
 
 	n.Stop()
-	time.Sleep(time.Second)
 	n.Start()
 
 	for name, old := range before {
