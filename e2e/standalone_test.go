@@ -369,8 +369,10 @@ spec:
 			t.Errorf("%s: pod IP %s -> %s", name, old.Status.PodIP, p.Status.PodIP)
 		}
 	}
-	// A few resyncs later nothing has been restarted either.
-	time.Sleep(3 * time.Second)
+	// Later relists and syncs do not restart them either: a pod started
+	// after them is seen running only after a relist that came later.
+	n.WriteManifest("later.yaml", podManifest("later", container("app", "sleep 3600")))
+	n.WaitPod("later"+staticSuffix, 60*time.Second, "running", framework.Running)
 	for name, old := range before {
 		p, _ := n.Pod(name + staticSuffix)
 		for _, oc := range old.Status.ContainerStatuses {
