@@ -109,6 +109,17 @@ func waitPolls(t *testing.T, srv *manifestServer, n int) {
 	poll.Eventually(t, fmt.Sprintf("%d polls", n), func() bool { hits, _ := srv.requests(); return hits >= start+n })
 }
 
+// expectEmpty checks that nothing is on ch now. After waitPolls, every poll
+// but the last has finished, its update (if any) sent.
+func expectEmpty(t *testing.T, ch <-chan PodUpdate) {
+	t.Helper()
+	select {
+	case u := <-ch:
+		t.Fatalf("unexpected update %v from %q: %v", u.Op, u.Source, uids(u.Pods))
+	default:
+	}
+}
+
 // countingTransport counts the requests it passes on.
 type countingTransport struct{ n atomic.Int32 }
 
@@ -144,26 +155,26 @@ func TestURLSourceLifecycle(t *testing.T) {
 
 	// Unchanged body: polls, but no update.
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 
 	// A failing server keeps the last set; the problem is reported once.
 	srv.set(500, "oops")
 	waitPolls(t, srv, 5)
-	expectNone(t, out)
+	expectEmpty(t, out)
 	if got := rec.list(); len(got) != 1 || got[0] != url+`: GET `+url+`: unexpected status "500 Internal Server Error"` {
 		t.Errorf("reports = %q", got)
 	}
 	// So does a broken body.
 	srv.set(200, "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a\n")
 	waitPolls(t, srv, 5)
-	expectNone(t, out)
+	expectEmpty(t, out)
 	if got := rec.waitReports(t, 2); len(got) != 2 || !strings.Contains(got[1], "invalid YAML") {
 		t.Errorf("reports = %q", got)
 	}
 	// And an empty body.
 	srv.set(200, "")
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 	if got := rec.waitReports(t, 3); !strings.Contains(got[2], "manifest is empty") {
 		t.Errorf("reports = %q", got)
 	}
@@ -171,12 +182,12 @@ func TestURLSourceLifecycle(t *testing.T) {
 	// Recovery with the same body changes nothing.
 	srv.set(200, podListYAML("a", "b"))
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 
 	// Cosmetic change: same pods, no update.
 	srv.set(200, "# comment\n"+podListYAML("a", "b"))
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 
 	srv.set(200, podListYAML("a", "c"))
 	changed := expectHTTPSet(t, out, "a", "c")
@@ -194,7 +205,7 @@ func TestURLSourceNotReadyUntilGoodBody(t *testing.T) {
 	srv := &manifestServer{status: 404, body: "not found"}
 	out, rec, _ := runURLSource(t, srv, 10*time.Millisecond)
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 	if got := rec.list(); len(got) != 1 || !strings.Contains(got[0], `unexpected status "404 Not Found"`) {
 		t.Errorf("reports = %q", got)
 	}
