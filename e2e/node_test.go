@@ -271,6 +271,9 @@ func kubectlLease(t *testing.T, c *framework.Cluster) *coordinationv1.Lease {
 	return l
 }
 
+// leaseRetryRE finds the delay of a failed lease renewal's retry.
+var leaseRetryRE = regexp.MustCompile(`"Failed to renew the node lease, will retry".* in="([^"]+)"`)
+
 // nodeVersionRE finds the version nodelet logs at start.
 var nodeVersionRE = regexp.MustCompile(`"Starting nodelet" version="([^"]+)"`)
 
@@ -333,9 +336,19 @@ func TestNodeCatchesUpAfterAPIOutage(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 
+	logged := len(n.Log())
 	proxy.setUp(false)
 	cut := time.Now()
-	time.Sleep(15 * time.Second) // longer than a renew period, and than the 7 s backoff cap
+	// The outage lasts until a failed renewal is retried at the backoff cap
+	// (7 s): longer than a renew period, with the backoff at its top.
+	poll.Within(t, 60*time.Second, "a lease renewal retried at the 7 s backoff cap", func() (bool, string) {
+		for _, m := range leaseRetryRE.FindAllStringSubmatch(n.Log()[logged:], -1) {
+			if d, err := time.ParseDuration(m[1]); err == nil && d >= 7*time.Second {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("outage of %s so far", time.Since(cut).Round(time.Second))
+	})
 	if p, err := n.Pod(staticPod); err != nil || !framework.Running(p) {
 		t.Errorf("static pod during the outage: %v %v", p, err)
 	}
