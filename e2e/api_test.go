@@ -331,8 +331,13 @@ func TestNodeAPIStandalone(t *testing.T) {
 			cs := framework.ContainerStatus(p, "crasher")
 			return cs != nil && cs.RestartCount >= 1 && cs.State.Running != nil
 		})
+		// Running is not yet written to: wait for the new run's line.
+		var cur string
+		poll.Until(t, 10*time.Second, 50*time.Millisecond, "the running instance's log line", func() (bool, string) {
+			cur = c.get(t, "/containerLogs/default/"+apiPod+"/crasher")
+			return cur != "", fmt.Sprintf("%q", cur)
+		})
 		prev := c.get(t, "/containerLogs/default/"+apiPod+"/crasher?previous=true")
-		cur := c.get(t, "/containerLogs/default/"+apiPod+"/crasher")
 		if !strings.HasPrefix(prev, "run ") || !strings.HasPrefix(cur, "run ") || prev == cur {
 			t.Errorf("previous %q, current %q: want two different runs", prev, cur)
 		}
