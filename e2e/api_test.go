@@ -37,6 +37,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 )
 
 // The pod the node API tests talk to: a chatty container, a web server, a
@@ -167,7 +168,7 @@ func (s *oneSize) Next() *remotecommand.TerminalSize {
 	var out *remotecommand.TerminalSize
 	s.once.Do(func() { out = &s.size })
 	if out == nil {
-		time.Sleep(time.Hour) // no more resizes; the stream ends first
+		select {} // no more resizes; the stream ends first
 	}
 	return out
 }
@@ -267,10 +268,9 @@ func TestNodeAPIStandalone(t *testing.T) {
 	logs := "/containerLogs/default/" + apiPod + "/talker"
 	t.Run("logs", func(t *testing.T) {
 		// Two seconds of output, so that sinceSeconds=1 leaves the start out.
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(c.get(t, logs), "tick 10\n") && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
+		poll.Until(t, 30*time.Second, 100*time.Millisecond, "tick 10 in the logs", func() (bool, string) {
+			return strings.Contains(c.get(t, logs), "tick 10\n"), ""
+		})
 		all := c.get(t, logs)
 		// stdout and stderr are separate pipes: their first lines may come
 		// in either order.
@@ -331,8 +331,13 @@ func TestNodeAPIStandalone(t *testing.T) {
 			cs := framework.ContainerStatus(p, "crasher")
 			return cs != nil && cs.RestartCount >= 1 && cs.State.Running != nil
 		})
+		// Running is not yet written to: wait for the new run's line.
+		var cur string
+		poll.Until(t, 10*time.Second, 50*time.Millisecond, "the running instance's log line", func() (bool, string) {
+			cur = c.get(t, "/containerLogs/default/"+apiPod+"/crasher")
+			return cur != "", fmt.Sprintf("%q", cur)
+		})
 		prev := c.get(t, "/containerLogs/default/"+apiPod+"/crasher?previous=true")
-		cur := c.get(t, "/containerLogs/default/"+apiPod+"/crasher")
 		if !strings.HasPrefix(prev, "run ") || !strings.HasPrefix(cur, "run ") || prev == cur {
 			t.Errorf("previous %q, current %q: want two different runs", prev, cur)
 		}
@@ -412,9 +417,15 @@ func TestNodeAPIStandalone(t *testing.T) {
 		// Keep saying hello until the container answers: the attach may
 		// not be connected yet when the first line is written.
 		go func() {
-			for ctx.Err() == nil {
+			tick := time.NewTicker(200 * time.Millisecond)
+			defer tick.Stop()
+			for {
 				pw.Write([]byte("hello\n"))
-				time.Sleep(200 * time.Millisecond)
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
 			}
 		}()
 		select {
@@ -534,18 +545,10 @@ func TestNodeAPIStandalone(t *testing.T) {
 		// talker writes ~80 bytes every 0.2 s; at 4Ki the log rotates about
 		// every 10 s, checked every 10 s.
 		dir := filepath.Join(n.LogDir, fmt.Sprintf("default_%s_%s", apiPod, p.UID), "talker")
-		deadline := time.Now().Add(60 * time.Second)
-		var files []string
-		for time.Now().Before(deadline) {
-			files, _ = filepath.Glob(filepath.Join(dir, "0.log.*"))
-			if len(files) >= 2 {
-				break
-			}
-			time.Sleep(time.Second)
-		}
-		if len(files) < 2 {
-			t.Fatalf("rotated files %v after a minute", files)
-		}
+		poll.Until(t, 60*time.Second, time.Second, "2 rotated log files", func() (bool, string) {
+			files, _ := filepath.Glob(filepath.Join(dir, "0.log.*"))
+			return len(files) >= 2, fmt.Sprint(files)
+		})
 		all, _ := filepath.Glob(filepath.Join(dir, "*"))
 		if len(all) > 3 {
 			t.Errorf("%d log files, want at most --container-log-max-files=3: %v", len(all), all)
@@ -554,11 +557,10 @@ func TestNodeAPIStandalone(t *testing.T) {
 		// after a rotation it may still be empty (only the current file is
 		// read, as upstream), so wait for the next line.
 		var got string
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			if got = c.get(t, logs+"?tailLines=1"); got != "" {
-				break
-			}
-		}
+		poll.Within(t, 10*time.Second, "a line in the current log file", func() (bool, string) {
+			got = c.get(t, logs+"?tailLines=1")
+			return got != "", ""
+		})
 		if !strings.HasPrefix(got, "oops") && !strings.HasPrefix(got, "tick") {
 			t.Errorf("logs after rotation: %q", got)
 		}
@@ -659,7 +661,7 @@ func TestKubectlAgainstNodelet(t *testing.T) {
 		"--client-ca-file", cluster.CAFile,
 		"--node-ip", "127.0.0.1", "--address", "127.0.0.1", "--port", strconv.Itoa(port),
 	)
-	waitFor(t, 60*time.Second, "the node to be Ready", func() (bool, string) {
+	poll.Within(t, 60*time.Second, "the node to be Ready", func() (bool, string) {
 		out, err := cluster.Kubectl("get", "node", framework.NodeName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.daemonEndpoints.kubeletEndpoint.Port}`)
 		return err == nil && out == "True "+strconv.Itoa(port), fmt.Sprint(out, err)
 	})
@@ -684,7 +686,7 @@ type kubectlSuite struct {
 // runKubectlSuite is the kubectl half of the node API tests.
 func runKubectlSuite(t *testing.T, cluster *framework.Cluster, port int, suite kubectlSuite) {
 	api := suite.pod
-	waitFor(t, 90*time.Second, "pod api running", func() (bool, string) {
+	poll.Within(t, 90*time.Second, "pod api running", func() (bool, string) {
 		out, err := cluster.Kubectl("get", "pod", api, "-o", `jsonpath={.status.phase} {.status.containerStatuses[?(@.name=="reader")].ready}`)
 		return err == nil && out == "Running true", fmt.Sprint(out, err)
 	})
@@ -728,7 +730,7 @@ func runKubectlSuite(t *testing.T, cluster *framework.Cluster, port int, suite k
 	})
 
 	t.Run("logs --previous", func(t *testing.T) {
-		waitFor(t, 60*time.Second, "crasher running again", func() (bool, string) {
+		poll.Within(t, 60*time.Second, "crasher running again", func() (bool, string) {
 			out, err := cluster.Kubectl("get", "pod", api, "-o", `jsonpath={.status.containerStatuses[?(@.name=="crasher")].restartCount} {.status.containerStatuses[?(@.name=="crasher")].state.running.startedAt}`)
 			rc, started, _ := strings.Cut(out, " ")
 			n, _ := strconv.Atoi(rc)
@@ -795,9 +797,15 @@ func runKubectlSuite(t *testing.T, cluster *framework.Cluster, port int, suite k
 			t.Fatal(err)
 		}
 		go func() {
-			for ctx.Err() == nil {
+			tick := time.NewTicker(300 * time.Millisecond)
+			defer tick.Stop()
+			for {
 				io.WriteString(stdin, "hello\n")
-				time.Sleep(300 * time.Millisecond)
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
 			}
 		}()
 		select {
@@ -897,7 +905,7 @@ func runKubectlSuite(t *testing.T, cluster *framework.Cluster, port int, suite k
 		}
 		static := "static" + staticSuffix
 		var mirrorUID string
-		waitFor(t, 60*time.Second, "the mirror pod", func() (bool, string) {
+		poll.Within(t, 60*time.Second, "the mirror pod", func() (bool, string) {
 			out, err := cluster.Kubectl("get", "pod", static, "-o", "jsonpath={.metadata.uid}")
 			mirrorUID = out
 			return err == nil && out != "", fmt.Sprint(out, err)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 )
 
 // TestCleanupLeavesForeignMounts takes over a root dir that another kubelet
@@ -58,13 +59,9 @@ func TestCleanupLeavesForeignMounts(t *testing.T) {
 
 	n.Start()
 
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(n.Log(), "not owned by nodelet") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no refusal logged for %s", foreign)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	poll.Within(t, 60*time.Second, "a refusal logged for "+foreign, func() (bool, string) {
+		return strings.Contains(n.Log(), "not owned by nodelet"), ""
+	})
 	log := n.Log()
 	if !strings.Contains(log, foreign) {
 		t.Errorf("the refusal does not name the mount %s", foreign)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
@@ -105,7 +106,7 @@ spec:
 		b, _ := os.ReadFile(logFile)
 		return strings.Contains(string(b), want)
 	}
-	waitFor(t, 30*time.Second, "first values in the log", func() (bool, string) {
+	poll.Within(t, 30*time.Second, "first values in the log", func() (bool, string) {
 		b, _ := os.ReadFile(logFile)
 		return strings.Contains(string(b), "NOW cm="), string(b)
 	})
@@ -155,7 +156,7 @@ spec:
 		Data: map[string][]byte{"password": []byte("pw-2")}}, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "updated ConfigMap and Secret in the container", func() (bool, string) {
+	poll.Within(t, 60*time.Second, "updated ConfigMap and Secret in the container", func() (bool, string) {
 		b, _ := os.ReadFile(logFile)
 		return strings.Contains(string(b), "NOW cm=hello-2 sec=pw-2"), lastLines(string(b), 3)
 	})
@@ -188,7 +189,7 @@ spec:
 	if _, err := cluster.Kubectl("delete", "pod", "config-vols", "--timeout=60s"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the deleted pod's mounts gone", func() (bool, string) {
+	poll.Within(t, 30*time.Second, "the deleted pod's mounts gone", func() (bool, string) {
 		m, _ := framework.MountsUnder(filepath.Join(n.RootDir, "pods", string(p.UID)))
 		return len(m) == 0, fmt.Sprint(m)
 	})
@@ -199,7 +200,7 @@ spec:
 func waitFailedMount(t *testing.T, c kubernetes.Interface, p *v1.Pod, want string) {
 	t.Helper()
 	sel := fields.Set{"involvedObject.uid": string(p.UID), "reason": "FailedMount"}.AsSelector().String()
-	waitFor(t, 60*time.Second, "a FailedMount event naming "+want, func() (bool, string) {
+	poll.Within(t, 60*time.Second, "a FailedMount event naming "+want, func() (bool, string) {
 		evs, err := c.CoreV1().Events(p.Namespace).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
 		if err != nil {
 			return false, err.Error()
@@ -302,7 +303,7 @@ spec:
 	p := cpWaitPod(t, admin, "env-pod", 60*time.Second, "Running", cpRunningInAPI)
 	logFile := filepath.Join(criconfig.PodLogDir(n.LogDir, "default", "env-pod", p.UID), criconfig.ContainerLogPath("app", 0))
 	var log string
-	waitFor(t, 30*time.Second, "the environment in the log", func() (bool, string) {
+	poll.Within(t, 30*time.Second, "the environment in the log", func() (bool, string) {
 		b, _ := os.ReadFile(logFile)
 		log = string(b)
 		return strings.Contains(log, "PW_FROM_KEY="), log
@@ -412,7 +413,7 @@ spec:
 	logOf := func(p *v1.Pod, container string) string {
 		file := filepath.Join(criconfig.PodLogDir(n.LogDir, "default", p.Name, p.UID), criconfig.ContainerLogPath(container, 0))
 		var log string
-		waitFor(t, 30*time.Second, p.Name+"/"+container+" output", func() (bool, string) {
+		poll.Within(t, 30*time.Second, p.Name+"/"+container+" output", func() (bool, string) {
 			b, _ := os.ReadFile(file)
 			log = criLogText(string(b))
 			return strings.Contains(log, "DONE"), log

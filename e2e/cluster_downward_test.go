@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
@@ -105,7 +106,7 @@ spec:
 			return strings.Contains(log, want), log
 		}
 	}
-	waitFor(t, 30*time.Second, "the first labels in the log", seen(`LABELS[app="web"] NOTE[first]`))
+	poll.Within(t, 30*time.Second, "the first labels in the log", seen(`LABELS[app="web"] NOTE[first]`))
 
 	begin := time.Now()
 	patch := `{"metadata":{"labels":{"tier":"front"},"annotations":{"note":"second"}}}`
@@ -114,6 +115,6 @@ spec:
 	}
 	// Well inside the provider's one-minute resync: the pod update itself
 	// must rewrite the files.
-	waitFor(t, 30*time.Second, "the changed label and annotation in the container", seen(`LABELS[app="web" tier="front"] NOTE[second]`))
+	poll.Within(t, 30*time.Second, "the changed label and annotation in the container", seen(`LABELS[app="web" tier="front"] NOTE[second]`))
 	t.Logf("measured: label and annotation patched -> seen in the container's downwardAPI files: %s", time.Since(begin).Round(10*time.Millisecond))
 }

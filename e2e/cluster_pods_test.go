@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime"
 )
@@ -250,41 +251,34 @@ func cpClient(t *testing.T, kubeconfig string) kubernetes.Interface {
 // their owner.
 func cpWaitNode(t *testing.T, admin kubernetes.Interface) *v1.Node {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		n, err := admin.CoreV1().Nodes().Get(context.Background(), framework.NodeName, metav1.GetOptions{})
-		if err == nil {
-			return n
+	var n *v1.Node
+	poll.Until(t, 60*time.Second, 100*time.Millisecond, "node "+framework.NodeName+" registered", func() (bool, string) {
+		var err error
+		n, err = admin.CoreV1().Nodes().Get(context.Background(), framework.NodeName, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("node %s: %v", framework.NodeName, err)
 		}
-		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
-			t.Fatalf("node %s not registered: %v", framework.NodeName, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
+	return n
 }
 
 // cpWaitDescribeEvents waits until `kubectl describe pod name` lists events
 // with every one of reasons, and returns its output.
 func cpWaitDescribeEvents(t *testing.T, c *framework.Cluster, name string, reasons ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := c.Kubectl("describe", "pod", name)
-		events := out
+	var out string
+	poll.Until(t, 30*time.Second, 500*time.Millisecond, fmt.Sprintf("kubectl describe pod %s to list %v events", name, reasons), func() (bool, string) {
+		var err error
+		out, err = c.Kubectl("describe", "pod", name)
+		events := ""
 		if i := strings.Index(out, "\nEvents:"); i >= 0 {
 			events = out[i:]
-		} else {
-			events = ""
 		}
 		missing := slices.DeleteFunc(slices.Clone(reasons), func(r string) bool { return strings.Contains(events, r) })
-		if err == nil && len(missing) == 0 {
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubectl describe pod %s: no %v events (err %v):\n%s", name, missing, err, out)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return err == nil && len(missing) == 0, fmt.Sprintf("no %v events (err %v):\n%s", missing, err, out)
+	})
+	return out
 }
 
 // cpPodYAML is an API pod bound to the e2e node, on the pod network, with
@@ -316,27 +310,23 @@ func cpRunningInAPI(p *v1.Pod) bool {
 // cpWaitPod polls the API until cond holds for the pod (nil when absent).
 func cpWaitPod(t *testing.T, c kubernetes.Interface, name string, timeout time.Duration, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last *v1.Pod
-	var lastErr error
-	for {
+	poll.Until(t, timeout, 25*time.Millisecond, "pod "+name+": "+what, func() (bool, string) {
 		p, err := c.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			p, err = nil, nil
 		}
-		last, lastErr = p, err
+		last = p
 		if err == nil && cond(p) {
-			return p
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			var st any = "absent"
-			if last != nil {
-				st = last.Status
-			}
-			t.Fatalf("pod %s: timed out after %s waiting for %s (last error %v); last status: %+v", name, timeout, what, lastErr, st)
+		var st any = "absent"
+		if p != nil {
+			st = p.Status
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("error %v, status %+v", err, st)
+	})
+	return last
 }
 
 // cpTimeToRunning creates a pod through the API and times it until the API

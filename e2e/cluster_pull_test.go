@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 )
 
 // TestClusterImagePullSecrets: images from a registry that wants a login
@@ -260,7 +261,7 @@ func TestClusterSlowPullCancelledWithPod(t *testing.T) {
 	t.Cleanup(func() { _ = core.Pods("default").Delete(context.Background(), "pull-slow", metav1.DeleteOptions{}) })
 
 	// The progress log comes every 30 s (podsync.DefaultPullProgressInterval).
-	waitFor(t, 90*time.Second, "nodelet logging the pull as still going", func() (bool, string) {
+	poll.Within(t, 90*time.Second, "nodelet logging the pull as still going", func() (bool, string) {
 		for _, line := range strings.Split(n.Log(), "\n") {
 			if strings.Contains(line, `"Still pulling image"`) && strings.Contains(line, `pod="default/pull-slow"`) {
 				t.Logf("nodelet: %s", line)
@@ -296,7 +297,7 @@ func TestClusterSlowPullCancelledWithPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	cpWaitPod(t, admin, "pull-slow", 60*time.Second, "gone from the API", func(p *v1.Pod) bool { return p == nil })
-	waitFor(t, 30*time.Second, "the pull's connections closed", func() (bool, string) {
+	poll.Within(t, 30*time.Second, "the pull's connections closed", func() (bool, string) {
 		return proxy.open.Load() == 0, fmt.Sprintf("%d open", proxy.open.Load())
 	})
 }

@@ -48,17 +48,17 @@ func TestFinishedPodNotRunAfterRestart(t *testing.T) {
 
 	n.Start()
 	// Once the restarted nodelet serves the pod, it has decided about it;
-	// a few relists later there is still no sandbox.
+	// once a pod started after that runs (seen by a later relist), there
+	// is still no sandbox.
 	n.WaitPod("once", 60*time.Second, "served again", func(p *v1.Pod) bool { return p != nil })
-	for i := 0; i < 5; i++ {
-		time.Sleep(time.Second)
-		sandboxes, err := client.ListPodSandbox(ctx, byUID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(sandboxes) != 0 {
-			t.Fatalf("finished pod run again after the restart: %d sandboxes", len(sandboxes))
-		}
+	n.WriteManifest("later.yaml", podManifest("later", container("app", "sleep 3600")))
+	n.WaitPod("later"+staticSuffix, 60*time.Second, "running", framework.Running)
+	sandboxes, err = client.ListPodSandbox(ctx, byUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sandboxes) != 0 {
+		t.Fatalf("finished pod run again after the restart: %d sandboxes", len(sandboxes))
 	}
 	if got := cpWaitPod(t, admin, "once", time.Second, "present", func(p *v1.Pod) bool { return p != nil }); got.Status.Phase != v1.PodSucceeded {
 		t.Errorf("phase in the API after the restart: %s (%s)", got.Status.Phase, fmt.Sprint(got.Status.Reason))

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 )
 
 // TestClusterStaticPodAPIObjectsRefused: static pods of a cluster member
@@ -70,7 +71,7 @@ func TestClusterStaticPodAPIObjectsRefused(t *testing.T) {
 		})
 		t.Logf("%s on the node: %s", name, framework.ContainerStatus(p, "app").State.Waiting.Message)
 		var msgs []string
-		waitFor(t, 30*time.Second, name+" event in the API", func() (bool, string) {
+		poll.Within(t, 30*time.Second, name+" event in the API", func() (bool, string) {
 			evs, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{
 				FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name+staticSuffix).String()})
 			if err != nil {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
@@ -136,15 +137,12 @@ func TestProjectedVolumeProviderAsNode(t *testing.T) {
 	}
 	// The Node authorizer learns of new pods through a watch: retry a
 	// little while it catches up.
-	var prepErr error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if prepErr = p.Prepare(ctx, mine); prepErr == nil {
-			break
+	poll.Within(t, 30*time.Second, "Prepare of a pod bound to this node", func() (bool, string) {
+		if err := p.Prepare(ctx, mine); err != nil {
+			return false, err.Error()
 		}
-	}
-	if prepErr != nil {
-		t.Fatalf("Prepare of a pod bound to this node: %v", prepErr)
-	}
+		return true, ""
+	})
 
 	dir := layout.VolumeDir(root, mine.UID, layout.PluginProjected, apiAccessVolume(t, mine))
 	read := func(dir, name string) []byte {
@@ -359,19 +357,15 @@ spec:
 	}
 	logFile := filepath.Join(criconfig.PodLogDir(n.LogDir, "default", "sa-check", types.UID(uid)), criconfig.ContainerLogPath("check", 0))
 	var log string
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	poll.Within(t, 90*time.Second, "a result in "+logFile, func() (bool, string) {
 		b, _ := os.ReadFile(logFile)
 		log = string(b)
 		if strings.Contains(log, "user=") || strings.Contains(log, "FAIL") {
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			out, _ := cluster.Kubectl("get", "pod", "sa-check", "-o", "yaml")
-			t.Fatalf("no result in %s after 90 s; log so far:\n%s\npod:\n%s", logFile, log, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		out, _ := cluster.Kubectl("get", "pod", "sa-check", "-o", "yaml")
+		return false, fmt.Sprintf("log so far:\n%s\npod:\n%s", log, out)
+	})
 	for _, want := range []string{"namespace=default", "readonly:", "read-only file system", "user=system:serviceaccount:default:default"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("container output lacks %q:\n%s", want, log)

@@ -23,6 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/gc"
 	"github.com/nodelet/nodelet/pkg/images"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
@@ -427,18 +428,13 @@ func gcStartContainer(t *testing.T, env *gcEnv, sandboxID, uid, name string, att
 
 func gcWaitExited(t *testing.T, env *gcEnv, id string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Until(t, 30*time.Second, 50*time.Millisecond, "container "+id+" to exit", func() (bool, string) {
 		st, err := env.rs.ContainerStatus(context.Background(), &runtimeapi.ContainerStatusRequest{ContainerId: id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("container %s did not exit", id)
+		return st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED, st.GetStatus().GetState().String()
+	})
 }
 
 func gcListImages(t *testing.T, env *gcEnv) []string {

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 )
 
 // hookPod is a host-network pod with one container "app" running script,
@@ -53,16 +54,12 @@ func readOut(t *testing.T, path string) string {
 
 func waitFile(t *testing.T, path string, timeout time.Duration, what string, cond func(string) bool) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if s := readOut(t, path); cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: timed out waiting for %s; content %q", path, what, readOut(t, path))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var s string
+	poll.Until(t, timeout, 50*time.Millisecond, path+": "+what, func() (bool, string) {
+		s = readOut(t, path)
+		return cond(s), fmt.Sprintf("content %q", s)
+	})
+	return s
 }
 
 // TestLifecycleHooks: postStart runs before the container counts as running

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 )
 
 // TestNodeRegistrationLeaseAndEvents starts nodelet as a cluster member
@@ -127,7 +128,7 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 			t.Errorf("lease owners %+v, want the Node %s", first.OwnerReferences, node.UID)
 		}
 		var renewed *coordinationv1.Lease
-		waitFor(t, 20*time.Second, "the lease renewed", func() (bool, string) {
+		poll.Within(t, 20*time.Second, "the lease renewed", func() (bool, string) {
 			renewed = kubectlLease(t, cluster)
 			return renewed.Spec.RenewTime.After(first.Spec.RenewTime.Time), renewed.Spec.RenewTime.String()
 		})
@@ -140,7 +141,7 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 		}
 		deleted := time.Now()
 		var back *v1.Node
-		waitFor(t, 30*time.Second, "the Node re-registered and Ready", func() (bool, string) {
+		poll.Within(t, 30*time.Second, "the Node re-registered and Ready", func() (bool, string) {
 			out, err := cluster.Kubectl("get", "node", framework.NodeName, "-o", "json")
 			if err != nil {
 				return false, err.Error()
@@ -159,7 +160,7 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 		if back.Labels["tier"] != "edge" || back.Labels["kubernetes.io/hostname"] != framework.NodeName {
 			t.Errorf("labels of the re-created Node %v", back.Labels)
 		}
-		waitFor(t, 20*time.Second, "the lease owned by the new Node", func() (bool, string) {
+		poll.Within(t, 20*time.Second, "the lease owned by the new Node", func() (bool, string) {
 			l := kubectlLease(t, cluster)
 			return len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == back.UID, fmt.Sprint(l.OwnerReferences)
 		})
@@ -168,7 +169,7 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 	t.Run("events", func(t *testing.T) {
 		want := []string{"Starting", "RegisteredNode", "NodeReady", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"}
 		var seen map[string]int
-		waitFor(t, 30*time.Second, "node events", func() (bool, string) {
+		poll.Within(t, 30*time.Second, "node events", func() (bool, string) {
 			out, err := cluster.Kubectl("get", "events", "-n", "default",
 				"--field-selector", "involvedObject.kind=Node,involvedObject.name="+framework.NodeName, "-o", "json")
 			if err != nil {
@@ -270,6 +271,9 @@ func kubectlLease(t *testing.T, c *framework.Cluster) *coordinationv1.Lease {
 	return l
 }
 
+// leaseRetryRE finds the delay of a failed lease renewal's retry.
+var leaseRetryRE = regexp.MustCompile(`"Failed to renew the node lease, will retry".* in="([^"]+)"`)
+
 // nodeVersionRE finds the version nodelet logs at start.
 var nodeVersionRE = regexp.MustCompile(`"Starting nodelet" version="([^"]+)"`)
 
@@ -326,15 +330,25 @@ func TestNodeCatchesUpAfterAPIOutage(t *testing.T) {
 		t.Fatal("node not Ready 30 s after the API server became reachable")
 	}
 	var before *coordinationv1.Lease
-	waitFor(t, 20*time.Second, "the lease", func() (bool, string) {
+	poll.Within(t, 20*time.Second, "the lease", func() (bool, string) {
 		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, framework.NodeName, metav1.GetOptions{})
 		before = l
 		return err == nil, fmt.Sprint(err)
 	})
 
+	logged := len(n.Log())
 	proxy.setUp(false)
 	cut := time.Now()
-	time.Sleep(15 * time.Second) // longer than a renew period, and than the 7 s backoff cap
+	// The outage lasts until a failed renewal is retried at the backoff cap
+	// (7 s): longer than a renew period, with the backoff at its top.
+	poll.Within(t, 60*time.Second, "a lease renewal retried at the 7 s backoff cap", func() (bool, string) {
+		for _, m := range leaseRetryRE.FindAllStringSubmatch(n.Log()[logged:], -1) {
+			if d, err := time.ParseDuration(m[1]); err == nil && d >= 7*time.Second {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("outage of %s so far", time.Since(cut).Round(time.Second))
+	})
 	if p, err := n.Pod(staticPod); err != nil || !framework.Running(p) {
 		t.Errorf("static pod during the outage: %v %v", p, err)
 	}
@@ -348,7 +362,7 @@ func TestNodeCatchesUpAfterAPIOutage(t *testing.T) {
 
 	proxy.setUp(true)
 	restored := time.Now()
-	waitFor(t, 30*time.Second, "the lease renewed after the outage", func() (bool, string) {
+	poll.Within(t, 30*time.Second, "the lease renewed after the outage", func() (bool, string) {
 		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, framework.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
@@ -71,32 +72,53 @@ func execIn(t *testing.T, client *cri.Client, p *v1.Pod, cmd ...string) {
 	}
 }
 
+// probeCount sums the prober_probe_total series of /metrics/probes whose
+// labels contain every one of labels.
+func probeCount(t *testing.T, c nodeClient, labels ...string) int {
+	t.Helper()
+	total := 0
+	for _, line := range strings.Split(c.get(t, "/metrics/probes"), "\n") {
+		if !strings.HasPrefix(line, "prober_probe_total{") {
+			continue
+		}
+		match := true
+		for _, l := range labels {
+			match = match && strings.Contains(line, l)
+		}
+		if !match {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("/metrics/probes line %q: %v", line, err)
+		}
+		total += int(v)
+	}
+	return total
+}
+
 // waitLog waits until the nodelet log has every one of wants.
 func waitLog(t *testing.T, n *framework.Nodelet, timeout time.Duration, wants ...string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	poll.Within(t, timeout, fmt.Sprintf("nodelet log lines %q", wants), func() (bool, string) {
 		log := n.Log()
-		missing := ""
 		for _, w := range wants {
 			if !strings.Contains(log, w) {
-				missing = w
-				break
+				return false, fmt.Sprintf("no %q", w)
 			}
 		}
-		if missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nodelet log has no %q", missing)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
 
 func TestProbesStandalone(t *testing.T) {
 	rt := framework.StartRuntime(t)
-	n := framework.StartNodelet(t, rt)
+	// The node API, for the probe counters.
+	caFile, cert := clientPKI(t, t.TempDir())
+	port := framework.FreePort(t)
+	n := framework.StartNodelet(t, rt, "--port", strconv.Itoa(port), "--address", "127.0.0.1", "--client-ca-file", caFile,
+		"--authentication-token-webhook=false", "--authorization-mode", "AlwaysAllow")
+	probes := nodeClient{base: fmt.Sprintf("https://127.0.0.1:%d", port), cert: &cert}
 	client := framework.CRIClient(t, rt)
 
 	n.WriteManifest("exec.yaml", probePod("exec-ready", "touch /tmp/ready; exec sleep 3600", `    readinessProbe:
@@ -149,7 +171,15 @@ func TestProbesStandalone(t *testing.T) {
 		// The new instance serves /healthz again: it stays up.
 		second := framework.ContainerStatus(p, "app").ContainerID
 		n.WaitPod(name, 30*time.Second, "new instance ready", appReady(true))
-		time.Sleep(3 * time.Second)
+		// Three more liveness probes pass (more than failureThreshold, 2):
+		// the new instance is still the one running after them.
+		passed := func() int {
+			return probeCount(t, probes, `container="app"`, `pod="`+name+`"`, `probe_type="Liveness"`, `result="successful"`)
+		}
+		before := passed()
+		poll.Within(t, 30*time.Second, "3 more successful liveness probes", func() (bool, string) {
+			return passed() >= before+3, ""
+		})
 		if p, _ := n.Pod(name); framework.ContainerStatus(p, "app").ContainerID != second {
 			t.Fatal("the healthy new instance was restarted too")
 		}

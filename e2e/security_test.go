@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/security"
 )
 
@@ -58,7 +59,7 @@ func statusField(log, field string) string {
 func waitContainerLog(t *testing.T, n *framework.Nodelet, p *v1.Pod, container, want string) string {
 	t.Helper()
 	var log string
-	waitFor(t, 30*time.Second, fmt.Sprintf("%s/%s log to show %q", p.Name, container, want), func() (bool, string) {
+	poll.Within(t, 30*time.Second, fmt.Sprintf("%s/%s log to show %q", p.Name, container, want), func() (bool, string) {
 		log = containerLog(t, n, p, container)
 		return strings.Contains(log, want), log
 	})
@@ -348,7 +349,7 @@ spec:
 	} {
 		t.Run(tc.pod, func(t *testing.T) {
 			p := n.WaitPod(tc.pod+staticSuffix, 60*time.Second, "known", func(p *v1.Pod) bool { return p != nil })
-			waitFor(t, 30*time.Second, "the refusal event in the log", func() (bool, string) {
+			poll.Within(t, 30*time.Second, "the refusal event in the log", func() (bool, string) {
 				return strings.Contains(readFile(n.LogFile), tc.msg), ""
 			})
 			if p.Status.Phase == v1.PodRunning {

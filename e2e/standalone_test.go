@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/runtime"
 )
 
@@ -153,17 +155,10 @@ spec:
 func TestEmptyManifestDirBecomesReady(t *testing.T) {
 	rt := framework.StartRuntime(t)
 	n := framework.StartNodelet(t, rt)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, 30*time.Second, 50*time.Millisecond, "ready", func() (bool, string) {
 		code, body, err := n.Readyz()
-		if err == nil && code == http.StatusOK && strings.Contains(body, "[+]sources ok") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never ready: %d %q %v", code, body, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && code == http.StatusOK && strings.Contains(body, "[+]sources ok"), fmt.Sprintf("%d %q %v", code, body, err)
+	})
 	pods, err := n.Pods()
 	if err != nil || len(pods) != 0 {
 		t.Fatalf("pods %v err %v", pods, err)
@@ -202,7 +197,6 @@ func TestBrokenManifestsBesideGoodOnes(t *testing.T) {
 	n.WaitPod("good"+staticSuffix, 60*time.Second, "running", framework.Running)
 
 	// Every broken file is reported with a specific error; nothing else runs.
-	deadline := time.Now().Add(20 * time.Second)
 	want := map[string]string{
 		"bad-yaml.yaml":   "yaml",
 		"wrong-kind.yaml": "Deployment",
@@ -211,18 +205,17 @@ func TestBrokenManifestsBesideGoodOnes(t *testing.T) {
 		"garbage.json":    "garbage.json",
 		"huge.yaml":       "huge.yaml",
 	}
-	for file, needle := range want {
-		for {
-			if line := logLineAbout(n.Log(), file); line != "" && strings.Contains(line, needle) {
-				break
+	poll.Until(t, 20*time.Second, 100*time.Millisecond, "a specific error in the log for every broken file", func() (bool, string) {
+		log := n.Log()
+		var missing []string
+		for file, needle := range want {
+			if line := logLineAbout(log, file); line == "" || !strings.Contains(line, needle) {
+				missing = append(missing, fmt.Sprintf("%s (want a line containing %q)", file, needle))
 			}
-			if time.Now().After(deadline) {
-				t.Errorf("no specific error for %s (want a line containing %q) in log", file, needle)
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
 		}
-	}
+		slices.Sort(missing)
+		return len(missing) == 0, "none for " + strings.Join(missing, ", ")
+	})
 	pods, err := n.Pods()
 	if err != nil {
 		t.Fatal(err)
@@ -308,22 +301,33 @@ func TestCrashLoopBacksOff(t *testing.T) {
 	if c.LastTerminationState.Terminated == nil || c.LastTerminationState.Terminated.ExitCode != 3 {
 		t.Fatalf("last termination %+v", c.LastTerminationState)
 	}
-	first := c.RestartCount
-	// Back-off starts at 10 s and doubles: over the next 8 s at most one
-	// more restart may happen; a hot loop would show dozens.
-	time.Sleep(8 * time.Second)
-	p, err := n.Pod("crash" + staticSuffix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := framework.ContainerStatus(p, "app").RestartCount; got > first+1 {
-		t.Fatalf("restart count went %d -> %d in 8 s: not backing off", first, got)
-	}
-	// And it does restart once the back-off expires.
-	n.WaitPod("crash"+staticSuffix, 60*time.Second, "a restart after back-off", func(p *v1.Pod) bool {
+	first, exited := c.RestartCount, c.LastTerminationState.Terminated.FinishedAt.Time
+	// It restarts once the back-off expires, and not before: back-off starts
+	// at 10 s and doubles, so the next instance starts at least 10 s after
+	// the last one exited (the runtime's timestamps, to the second), where a
+	// hot loop would start it at once.
+	p = n.WaitPod("crash"+staticSuffix, 60*time.Second, "a restart after back-off", func(p *v1.Pod) bool {
 		c := framework.ContainerStatus(p, "app")
 		return c != nil && c.RestartCount > first
 	})
+	c = framework.ContainerStatus(p, "app")
+	if c.RestartCount != first+1 {
+		t.Fatalf("restart count went %d -> %d at once: not backing off", first, c.RestartCount)
+	}
+	var started time.Time
+	switch {
+	case c.State.Running != nil:
+		started = c.State.Running.StartedAt.Time
+	case c.State.Terminated != nil:
+		started = c.State.Terminated.StartedAt.Time
+	case c.LastTerminationState.Terminated != nil:
+		started = c.LastTerminationState.Terminated.StartedAt.Time
+	default:
+		t.Fatalf("restarted container has no start time: %+v", c)
+	}
+	if gap := started.Sub(exited); gap < 9*time.Second {
+		t.Fatalf("restarted %s after the exit: not backing off", gap)
+	}
 }
 
 func TestRestartAdoptsRunningContainers(t *testing.T) {
@@ -351,7 +355,6 @@ spec:
 	}
 
 	n.Stop()
-	time.Sleep(time.Second)
 	n.Start()
 
 	for name, old := range before {
@@ -366,8 +369,10 @@ spec:
 			t.Errorf("%s: pod IP %s -> %s", name, old.Status.PodIP, p.Status.PodIP)
 		}
 	}
-	// A few resyncs later nothing has been restarted either.
-	time.Sleep(3 * time.Second)
+	// Later relists and syncs do not restart them either: a pod started
+	// after them is seen running only after a relist that came later.
+	n.WriteManifest("later.yaml", podManifest("later", container("app", "sleep 3600")))
+	n.WaitPod("later"+staticSuffix, 60*time.Second, "running", framework.Running)
 	for name, old := range before {
 		p, _ := n.Pod(name + staticSuffix)
 		for _, oc := range old.Status.ContainerStatuses {
@@ -382,15 +387,11 @@ func waitRuntime(t *testing.T, c interface {
 	PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
 }, uid types.UID, name string, timeout time.Duration, what string, cond func(*runtime.PodStatus) bool) *runtime.PodStatus {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s, err := c.PodStatus(context.Background(), uid, name, "default")
-		if err == nil && cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s: timed out waiting for %s (err %v)", name, what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var s *runtime.PodStatus
+	poll.Until(t, timeout, 50*time.Millisecond, "pod "+name+": "+what, func() (bool, string) {
+		var err error
+		s, err = c.PodStatus(context.Background(), uid, name, "default")
+		return err == nil && cond(s), fmt.Sprintf("err %v", err)
+	})
+	return s
 }

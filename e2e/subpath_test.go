@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/layout"
 )
 
@@ -155,7 +156,7 @@ spec:
 		}
 	}
 	podDir := filepath.Join(n.RootDir, "pods", string(p.UID))
-	waitFor(t, 60*time.Second, "pod directory removed", func() (bool, string) {
+	poll.Within(t, 60*time.Second, "pod directory removed", func() (bool, string) {
 		_, err := os.Stat(podDir)
 		return os.IsNotExist(err), fmt.Sprintf("stat %s: %v", podDir, err)
 	})

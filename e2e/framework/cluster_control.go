@@ -4,6 +4,7 @@ package framework
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nodelet/nodelet/internal/poll"
 )
 
 // Outage control: a test stops the cluster's kube-apiserver (etcd keeps the
@@ -41,13 +46,9 @@ func (c *Cluster) StopAPIServer(t testing.TB) {
 		t.Fatalf("stop kube-apiserver: %v", err)
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(apiserverStopTimeout)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			deadline = time.Now().Add(apiserverStopTimeout)
-		}
-		time.Sleep(50 * time.Millisecond)
+	gone := func(context.Context) (bool, error) { return !processAlive(pid), nil }
+	for wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, apiserverStopTimeout, true, gone) != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	t.Logf("cluster: kube-apiserver (pid %d) stopped", pid)
 }
@@ -81,18 +82,13 @@ func (c *Cluster) StartAPIServer(t testing.TB) time.Time {
 	if err := os.WriteFile(filepath.Join(c.StateDir, "kube-apiserver.pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatalf("start kube-apiserver: %v", err)
 	}
-	deadline := time.Now().Add(apiserverReadyTimeout)
-	for {
+	poll.Within(t, apiserverReadyTimeout, "kube-apiserver ready after restart", func() (bool, string) {
 		out, err := c.Kubectl("get", "--raw", "/readyz")
 		if err == nil && strings.TrimSpace(out) == "ok" {
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-apiserver not ready %s after restart: %v\n%s", apiserverReadyTimeout, err,
-				clusterTail(filepath.Join(c.StateDir, "logs", "kube-apiserver.log"), 20))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("%v\n%s", err, clusterTail(filepath.Join(c.StateDir, "logs", "kube-apiserver.log"), 20))
+	})
 	t.Logf("cluster: kube-apiserver restarted (pid %d), ready in %s", cmd.Process.Pid, time.Since(begin).Round(time.Millisecond))
 	return begin
 }

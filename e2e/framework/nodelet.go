@@ -21,6 +21,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
@@ -171,18 +172,14 @@ func (n *Nodelet) Start() {
 		n.t.Fatalf("start nodelet: %v", err)
 	}
 	n.cmd, n.out = cmd, out
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	poll.Until(n.t, 90*time.Second, 50*time.Millisecond, "nodelet healthz to answer", func() (bool, string) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.HealthzPort))
-		if err == nil {
-			resp.Body.Close()
-			return
+		if err != nil {
+			return false, fmt.Sprintf("%v\n%s", err, runtimeTail(n.LogFile, 40))
 		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("nodelet healthz never answered: %v\n%s", err, runtimeTail(n.LogFile, 40))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return true, ""
+	})
 }
 
 // Stop sends SIGTERM and waits for the process to exit (SIGKILL after 20 s).
@@ -285,20 +282,17 @@ func (n *Nodelet) Pod(name string) (*v1.Pod, error) {
 // WaitPod polls /pods until cond holds for the named pod (nil when absent).
 func (n *Nodelet) WaitPod(name string, timeout time.Duration, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	n.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last *v1.Pod
-	var lastErr error
-	for time.Now().Before(deadline) {
+	poll.Until(n.t, timeout, 50*time.Millisecond, "pod "+name+": "+what, func() (bool, string) {
 		p, err := n.Pod(name)
-		last, lastErr = p, err
+		last = p
 		if err == nil && cond(p) {
-			return p
+			return true, ""
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	b, _ := json.MarshalIndent(last, "", "  ")
-	n.t.Fatalf("pod %s: timed out after %s waiting for %s (last error %v); last seen:\n%s", name, timeout, what, lastErr, b)
-	return nil
+		b, _ := json.MarshalIndent(p, "", "  ")
+		return false, fmt.Sprintf("error %v, pod:\n%s", err, b)
+	})
+	return last
 }
 
 // Readyz returns the status code and body of the healthz server's /readyz.

@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Registry is a private image registry on loopback (Debian's docker-registry) that asks for a
@@ -140,27 +142,26 @@ func (r *Registry) waitReady(exited <-chan struct{}) error {
 	pool.AppendCertsFromPEM(caPEM)
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(30 * time.Second)
 	var last string
-	for time.Now().Before(deadline) {
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case <-exited:
-			return fmt.Errorf("docker-registry exited")
+			return false, fmt.Errorf("docker-registry exited")
 		default:
 		}
 		resp, err := client.Get("https://" + r.Host + "/v2/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusUnauthorized {
-				return nil
-			}
-			last = resp.Status
-		} else {
+		if err != nil {
 			last = err.Error()
+			return false, nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		resp.Body.Close()
+		last = resp.Status
+		return resp.StatusCode == http.StatusUnauthorized, nil
+	})
+	if wait.Interrupted(err) {
+		return fmt.Errorf("no 401 from https://%s/v2/ within 30s (last: %s)", r.Host, last)
 	}
-	return fmt.Errorf("no 401 from https://%s/v2/ within 30s (last: %s)", r.Host, last)
+	return err
 }
 
 // Push copies a docker-archive tar (Runtime.BuildImage) into the registry as ref, a reference

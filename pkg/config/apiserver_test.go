@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -84,55 +85,48 @@ func recvUpdate(t *testing.T, ch <-chan PodUpdate) PodUpdate {
 	}
 }
 
-func expectNoUpdate(t *testing.T, ch <-chan PodUpdate) {
-	t.Helper()
-	select {
-	case u := <-ch:
-		t.Fatalf("unexpected update %s %v", u.Op, u.Pods)
-	case <-time.After(200 * time.Millisecond):
-	}
-}
-
 func TestAPISourceInitialSetThenIncrements(t *testing.T) {
-	client := fake.NewClientset(apiPod("a", "u1", "1", "n"), apiPod("b", "u2", "1", "n"))
-	ch := make(chan PodUpdate, 10)
-	src := NewAPISource(kubefake.Wrap(client), "n", ch)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { src.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset(apiPod("a", "u1", "1", "n"), apiPod("b", "u2", "1", "n"))
+		ch := make(chan PodUpdate, 10)
+		src := NewAPISource(kubefake.Wrap(client), "n", ch)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { src.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
 
-	u := recvUpdate(t, ch)
-	if u.Op != SET || len(u.Pods) != 2 || u.Pods[0].Name != "a" || u.Pods[1].Name != "b" {
-		t.Fatalf("first update = %s %v, want SET of a and b", u.Op, u.Pods)
-	}
-	// The notifications of the initial list bring nothing new.
-	expectNoUpdate(t, ch)
+		u := recvUpdate(t, ch)
+		if u.Op != SET || len(u.Pods) != 2 || u.Pods[0].Name != "a" || u.Pods[1].Name != "b" {
+			t.Fatalf("first update = %s %v, want SET of a and b", u.Op, u.Pods)
+		}
+		// The notifications of the initial list bring nothing new.
+		expectNoneNow(t, ch)
 
-	pods := client.CoreV1().Pods("default")
-	c := apiPod("c", "u3", "1", "n")
-	if _, err := pods.Create(ctx, c, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if u := recvUpdate(t, ch); u.Op != UPDATE || u.Pods[0].UID != "u3" {
-		t.Fatalf("after create: %s %v", u.Op, u.Pods)
-	}
+		pods := client.CoreV1().Pods("default")
+		c := apiPod("c", "u3", "1", "n")
+		if _, err := pods.Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if u := recvUpdate(t, ch); u.Op != UPDATE || u.Pods[0].UID != "u3" {
+			t.Fatalf("after create: %s %v", u.Op, u.Pods)
+		}
 
-	a := apiPod("a", "u1", "2", "n")
-	a.Annotations = map[string]string{"x": "y"}
-	if _, err := pods.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if u := recvUpdate(t, ch); u.Op != UPDATE || u.Pods[0].Annotations["x"] != "y" {
-		t.Fatalf("after update: %s %v", u.Op, u.Pods)
-	}
+		a := apiPod("a", "u1", "2", "n")
+		a.Annotations = map[string]string{"x": "y"}
+		if _, err := pods.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if u := recvUpdate(t, ch); u.Op != UPDATE || u.Pods[0].Annotations["x"] != "y" {
+			t.Fatalf("after update: %s %v", u.Op, u.Pods)
+		}
 
-	if err := pods.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if u := recvUpdate(t, ch); u.Op != REMOVE || u.Pods[0].UID != "u2" {
-		t.Fatalf("after delete: %s %v", u.Op, u.Pods)
-	}
+		if err := pods.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if u := recvUpdate(t, ch); u.Op != REMOVE || u.Pods[0].UID != "u2" {
+			t.Fatalf("after delete: %s %v", u.Op, u.Pods)
+		}
+	})
 }
 
 func TestAPISourceEmptyNodeIsReady(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
@@ -39,15 +40,8 @@ func (r *recorder) list() []string {
 // waitReports waits until n problems have been reported and returns them.
 func (r *recorder) waitReports(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if got := r.list(); len(got) >= n {
-			return got
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("reports = %q, want %d", r.list(), n)
-	return nil
+	poll.Eventually(t, fmt.Sprintf("%d reports", n), func() bool { return len(r.list()) >= n })
+	return r.list()
 }
 
 func podYAML(name, image string) string {
@@ -186,9 +180,14 @@ func TestFileSourceBadFileBesideGood(t *testing.T) {
 	out, rec := runFileSource(t, dir, 20*time.Millisecond)
 	expectSet(t, out, "good")
 	reports := rec.waitReports(t, 2)
-	time.Sleep(200 * time.Millisecond)
-	if got := rec.list(); len(got) != 2 {
-		t.Fatalf("reports = %q, want exactly 2", got)
+	// A third broken file: the sync that reports it re-reads the first two,
+	// as every periodic sync before it did, and does not report them again.
+	write(t, filepath.Join(dir, "later.yaml"), "kind: Pod\n")
+	if got := rec.waitReports(t, 3); len(got) != 3 || !strings.Contains(got[2], "later.yaml: ") {
+		t.Fatalf("reports = %q, want the first two once, then later.yaml", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "later.yaml")); err != nil {
+		t.Fatal(err)
 	}
 	slices.Sort(reports)
 	if want := filepath.Join(dir, "bad.yaml") + `: kind "Deployment" is not supported in a pod manifest, want Pod`; reports[0] != want {
@@ -200,8 +199,8 @@ func TestFileSourceBadFileBesideGood(t *testing.T) {
 
 	// A different broken content is a new problem, reported once more.
 	write(t, filepath.Join(dir, "bad.yaml"), "kind: Pod\n")
-	if got := rec.waitReports(t, 3); !strings.Contains(got[2], "bad.yaml: Pod manifest has no apiVersion") {
-		t.Errorf("report = %q", got[2])
+	if got := rec.waitReports(t, 4); !strings.Contains(got[3], "bad.yaml: Pod manifest has no apiVersion") {
+		t.Errorf("report = %q", got[3])
 	}
 	expectNone(t, out)
 }
@@ -384,9 +383,11 @@ func TestFileSourceTooLarge(t *testing.T) {
 	if !strings.Contains(got[0], "big.yaml: read: manifest is larger than 10485760 bytes") {
 		t.Errorf("report = %q", got[0])
 	}
-	time.Sleep(100 * time.Millisecond)
-	if n := len(rec.list()); n != 1 {
-		t.Errorf("reported %d times, want once", n)
+	// A second broken file: the sync that reports it re-reads big.yaml, as
+	// every periodic sync before it did, and does not report it again.
+	write(t, filepath.Join(dir, "later.yaml"), "kind: Pod\n")
+	if got := rec.waitReports(t, 2); len(got) != 2 || !strings.Contains(got[1], "later.yaml: ") {
+		t.Errorf("reports = %q, want big.yaml once, then later.yaml", got)
 	}
 }
 

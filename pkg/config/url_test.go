@@ -2,18 +2,21 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
@@ -103,14 +106,26 @@ func expectHTTPSet(t *testing.T, out <-chan PodUpdate, names ...string) []*v1.Po
 func waitPolls(t *testing.T, srv *manifestServer, n int) {
 	t.Helper()
 	start, _ := srv.requests()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if hits, _ := srv.requests(); hits >= start+n {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	poll.Eventually(t, fmt.Sprintf("%d polls", n), func() bool { hits, _ := srv.requests(); return hits >= start+n })
+}
+
+// expectEmpty checks that nothing is on ch now. After waitPolls, every poll
+// but the last has finished, its update (if any) sent.
+func expectEmpty(t *testing.T, ch <-chan PodUpdate) {
+	t.Helper()
+	select {
+	case u := <-ch:
+		t.Fatalf("unexpected update %v from %q: %v", u.Op, u.Source, uids(u.Pods))
+	default:
 	}
-	t.Fatalf("fewer than %d polls", n)
+}
+
+// countingTransport counts the requests it passes on.
+type countingTransport struct{ n atomic.Int32 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func TestURLSourcePod(t *testing.T) {
@@ -140,26 +155,26 @@ func TestURLSourceLifecycle(t *testing.T) {
 
 	// Unchanged body: polls, but no update.
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 
 	// A failing server keeps the last set; the problem is reported once.
 	srv.set(500, "oops")
 	waitPolls(t, srv, 5)
-	expectNone(t, out)
+	expectEmpty(t, out)
 	if got := rec.list(); len(got) != 1 || got[0] != url+`: GET `+url+`: unexpected status "500 Internal Server Error"` {
 		t.Errorf("reports = %q", got)
 	}
 	// So does a broken body.
 	srv.set(200, "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a\n")
 	waitPolls(t, srv, 5)
-	expectNone(t, out)
+	expectEmpty(t, out)
 	if got := rec.waitReports(t, 2); len(got) != 2 || !strings.Contains(got[1], "invalid YAML") {
 		t.Errorf("reports = %q", got)
 	}
 	// And an empty body.
 	srv.set(200, "")
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 	if got := rec.waitReports(t, 3); !strings.Contains(got[2], "manifest is empty") {
 		t.Errorf("reports = %q", got)
 	}
@@ -167,12 +182,12 @@ func TestURLSourceLifecycle(t *testing.T) {
 	// Recovery with the same body changes nothing.
 	srv.set(200, podListYAML("a", "b"))
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 
 	// Cosmetic change: same pods, no update.
 	srv.set(200, "# comment\n"+podListYAML("a", "b"))
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 
 	srv.set(200, podListYAML("a", "c"))
 	changed := expectHTTPSet(t, out, "a", "c")
@@ -190,7 +205,7 @@ func TestURLSourceNotReadyUntilGoodBody(t *testing.T) {
 	srv := &manifestServer{status: 404, body: "not found"}
 	out, rec, _ := runURLSource(t, srv, 10*time.Millisecond)
 	waitPolls(t, srv, 3)
-	expectNone(t, out)
+	expectEmpty(t, out)
 	if got := rec.list(); len(got) != 1 || !strings.Contains(got[0], `unexpected status "404 Not Found"`) {
 		t.Errorf("reports = %q", got)
 	}
@@ -225,7 +240,8 @@ func TestURLSourceUnreachable(t *testing.T) {
 	ts.Close()
 	out := make(chan PodUpdate, 10)
 	rec := &recorder{}
-	s := NewURLSource(url, nil, "node-1", 10*time.Millisecond, out, WithReporter(rec))
+	polls := &countingTransport{}
+	s := NewURLSource(url, nil, "node-1", 10*time.Millisecond, out, WithReporter(rec), WithHTTPClient(&http.Client{Transport: polls}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -233,7 +249,9 @@ func TestURLSourceUnreachable(t *testing.T) {
 		s.Run(ctx)
 	}()
 	got := rec.waitReports(t, 1)
-	time.Sleep(100 * time.Millisecond)
+	// Five more polls fail the same way: still one report.
+	after := polls.n.Load()
+	poll.Eventually(t, "5 more polls", func() bool { return polls.n.Load() >= after+5 })
 	cancel()
 	<-done
 	if n := len(rec.list()); n != 1 {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/poll"
 )
 
 func at(sec int) string {
@@ -134,15 +136,13 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitChecks waits until the follower asked twice more whether the
+// container runs: at least one of the checks came after what the test just
+// did, so the follower has seen it.
+func waitChecks(t *testing.T, checks *atomic.Int32) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	want := checks.Load() + 2
+	poll.Eventually(t, "2 more running checks", func() bool { return checks.Load() >= want })
 }
 
 func appendLine(t *testing.T, path, line string) {
@@ -160,11 +160,13 @@ func appendLine(t *testing.T, path, line string) {
 func TestFollowAcrossRotationUntilExit(t *testing.T) {
 	path := writeLog(t, at(1)+" stdout F first\n")
 	var running atomic.Bool
+	var checks atomic.Int32
 	running.Store(true)
 	rd := NewReader(func(ctx context.Context, id string) (bool, error) {
 		if id != "c1" {
 			return false, fmt.Errorf("unexpected id %s", id)
 		}
+		checks.Add(1)
 		return running.Load(), nil
 	})
 	rd.pollInterval = 20 * time.Millisecond
@@ -173,11 +175,11 @@ func TestFollowAcrossRotationUntilExit(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- rd.ReadLogs(context.Background(), path, "c1", Options{Follow: true}, &out, &out) }()
 
-	waitFor(t, "first line", func() bool { return out.String() == "first\n" })
+	poll.Eventually(t, "first line", func() bool { return out.String() == "first\n" })
 	// A line written in two pieces comes out whole.
 	appendLine(t, path, at(2)+" stdout F sec")
 	appendLine(t, path, "ond\n")
-	waitFor(t, "second line", func() bool { return out.String() == "first\nsecond\n" })
+	poll.Eventually(t, "second line", func() bool { return out.String() == "first\nsecond\n" })
 
 	// Rotation: the runtime writes a last line to the old file, the file is
 	// moved aside and a new one is opened.
@@ -185,9 +187,9 @@ func TestFollowAcrossRotationUntilExit(t *testing.T) {
 	if err := os.Rename(path, path+".20261202-100003"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the follower may look while no file is there
+	waitChecks(t, &checks) // the follower looks while no file is there
 	appendLine(t, path, at(4)+" stdout F first of new\n")
-	waitFor(t, "lines across rotation", func() bool { return out.String() == "first\nsecond\nlast of old\nfirst of new\n" })
+	poll.Eventually(t, "lines across rotation", func() bool { return out.String() == "first\nsecond\nlast of old\nfirst of new\n" })
 
 	// The container exits after a final line: it is shown, then the read ends.
 	appendLine(t, path, at(5)+" stderr F bye\n")
@@ -213,7 +215,7 @@ func TestFollowEndsWithContext(t *testing.T) {
 	var out syncBuffer
 	go func() { done <- rd.ReadLogs(ctx, path, "c1", Options{Follow: true, TailLines: i64(10)}, &out, &out) }()
 	appendLine(t, path, at(1)+" stdout F hi\n")
-	waitFor(t, "line", func() bool { return out.String() == "hi\n" })
+	poll.Eventually(t, "line", func() bool { return out.String() == "hi\n" })
 	cancel()
 	select {
 	case err := <-done:
@@ -238,15 +240,16 @@ func TestFollowStopsAtLimit(t *testing.T) {
 func TestFollowEndsWhenLogRemovedWithContainer(t *testing.T) {
 	path := writeLog(t, at(1)+" stdout F hi\n")
 	var running atomic.Bool
+	var checks atomic.Int32
 	running.Store(true)
-	rd := NewReader(func(context.Context, string) (bool, error) { return running.Load(), nil })
+	rd := NewReader(func(context.Context, string) (bool, error) { checks.Add(1); return running.Load(), nil })
 	rd.pollInterval = 10 * time.Millisecond
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- rd.ReadLogs(context.Background(), path, "c1", Options{Follow: true}, &out, &out) }()
-	waitFor(t, "line", func() bool { return out.String() == "hi\n" })
+	poll.Eventually(t, "line", func() bool { return out.String() == "hi\n" })
 	os.Remove(path)
-	time.Sleep(50 * time.Millisecond)
+	waitChecks(t, &checks) // the follower waits for the container while its log is gone
 	running.Store(false)
 	select {
 	case err := <-done:

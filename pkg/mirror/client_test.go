@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
@@ -146,16 +146,10 @@ func TestSyncMirrorRetriesUntilNodeExists(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go mc.Run(ctx)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := c.CoreV1().Pods("default").Get(ctx, "web-node1", metav1.GetOptions{}); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("mirror never created by the retry worker")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Eventually(t, "mirror created by the retry worker", func() bool {
+		_, err := c.CoreV1().Pods("default").Get(ctx, "web-node1", metav1.GetOptions{})
+		return err == nil
+	})
 }
 
 // While the API server does not answer, the static pod's worker does not
@@ -205,17 +199,10 @@ func TestDeleteMirrorOrphans(t *testing.T) {
 
 	_ = mc.DeleteMirror(ctx, kept)
 	_ = mc.DeleteMirror(ctx, orphan)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Eventually(t, "orphan deleted", func() bool {
 		_, err := c.CoreV1().Pods("default").Get(ctx, "gone-node1", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("orphan not deleted")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return apierrors.IsNotFound(err)
+	})
 	if _, err := c.CoreV1().Pods("default").Get(ctx, "web-node1", metav1.GetOptions{}); err != nil {
 		t.Fatalf("mirror with a static pod was deleted: %v", err)
 	}

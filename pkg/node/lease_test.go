@@ -3,7 +3,9 @@ package node
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 )
 
@@ -147,31 +150,35 @@ func TestLeaseSyncRecoversFromConflictAndDeletion(t *testing.T) {
 // TestLeaseRunRetriesAnOutage: while the API server fails, Run keeps trying
 // with backoff (not at the renew period) and renews as soon as it answers.
 func TestLeaseRunRetriesAnOutage(t *testing.T) {
-	client := fake.NewClientset()
-	failures := 3
-	client.PrependReactor("*", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if failures > 0 {
-			failures--
-			return true, nil, apierrors.NewServiceUnavailable("down")
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset()
+		var failures atomic.Int32
+		failures.Store(3)
+		client.PrependReactor("*", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if failures.Add(-1) >= 0 {
+				return true, nil, apierrors.NewServiceUnavailable("down")
+			}
+			return false, nil, nil
+		})
+		cfg := testConfig()
+		lc, err := NewLeaseController(kubefake.Wrap(client), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return false, nil, nil
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { lc.Run(ctx); close(done) }()
+		defer func() { cancel(); <-done }()
+		start := time.Now()
+		poll.Eventually(t, "lease created after the outage", func() bool {
+			_, err := client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), LeaseNamespace, "n1")
+			return err == nil
+		})
+		// 3 retries: 0.1 + 0.2 + 0.4 s and jitter, far below the renew period.
+		if d := time.Since(start); d >= time.Second {
+			t.Errorf("lease created %s after the start", d)
+		}
 	})
-	lc, err := NewLeaseController(kubefake.Wrap(client), testConfig(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { lc.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(5 * time.Second) // 3 retries: 0.1 + 0.2 + 0.4 s, far below the 10 s period
-	for time.Now().Before(deadline) {
-		if _, err := client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), LeaseNamespace, "n1"); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("lease not created after the outage")
 }
 
 func countActions(client *fake.Clientset, verb, resource string) int {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/poll"
 )
 
 // startServer listens on a free port and runs s until the test ends.
@@ -83,13 +85,7 @@ func TestServerRunListensItself(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.Addr() == nil && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if s.Addr() == nil {
-		t.Fatal("Run did not bind")
-	}
+	poll.Eventually(t, "Run to bind", func() bool { return s.Addr() != nil })
 	resp, err := http.Get("http://" + s.Addr().String() + "/pods")
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +133,17 @@ func TestServerDrainsInFlightRequests(t *testing.T) {
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
-	time.Sleep(50 * time.Millisecond) // let Shutdown begin while the request is in flight
+	// Shutdown has begun, the request in flight, once the listener is
+	// closed.
+	addr := strings.TrimPrefix(url, "http://")
+	poll.Eventually(t, "listener closed by Shutdown", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return true
+		}
+		c.Close()
+		return false
+	})
 	close(release)
 
 	if r := <-got; r.err != nil || r.body != "finished" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -127,68 +128,74 @@ func TestSlowPodDoesNotBlockOthers(t *testing.T) {
 }
 
 func TestUpdatesCoalesceWhileSyncing(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	release := make(chan struct{})
-	r := &recorder{ch: make(chan Work, 10)}
-	ws := New(ctx, r.sync(map[types.UID]chan struct{}{"a": release}), Options{ResyncPeriod: time.Hour})
-	ws.Update(Work{Pod: pod("a", "1"), Type: Create})
-	recv(t, r.ch)
-	for i := 2; i <= 5; i++ {
-		ws.Update(Work{Pod: pod("a", string(rune('0'+i))), Type: Update})
-	}
-	release <- struct{}{} // first sync returns
-	w := recv(t, r.ch)
-	if w.Pod.ResourceVersion != "5" {
-		t.Fatalf("coalesced sync got rv %s, want 5", w.Pod.ResourceVersion)
-	}
-	close(release)
-	select {
-	case w := <-r.ch:
-		t.Fatalf("unexpected extra sync %v", w.Pod.ResourceVersion)
-	case <-time.After(100 * time.Millisecond):
-	}
-	cancel()
-	ws.Wait()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		release := make(chan struct{})
+		r := &recorder{ch: make(chan Work, 10)}
+		ws := New(ctx, r.sync(map[types.UID]chan struct{}{"a": release}), Options{ResyncPeriod: time.Hour})
+		ws.Update(Work{Pod: pod("a", "1"), Type: Create})
+		recv(t, r.ch)
+		for i := 2; i <= 5; i++ {
+			ws.Update(Work{Pod: pod("a", string(rune('0'+i))), Type: Update})
+		}
+		release <- struct{}{} // first sync returns
+		w := recv(t, r.ch)
+		if w.Pod.ResourceVersion != "5" {
+			t.Fatalf("coalesced sync got rv %s, want 5", w.Pod.ResourceVersion)
+		}
+		close(release)
+		synctest.Wait() // the worker is idle: an extra sync would be in r.ch
+		select {
+		case w := <-r.ch:
+			t.Fatalf("unexpected extra sync %v", w.Pod.ResourceVersion)
+		default:
+		}
+		cancel()
+		ws.Wait()
+	})
 }
 
 func TestKillForgetEndsWorkerAndKilledPodStaysDown(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	r := &recorder{ch: make(chan Work, 10)}
-	forgotten := make(chan types.UID, 1)
-	ws := New(ctx, r.sync(nil), Options{ResyncPeriod: time.Hour, OnForgotten: func(uid types.UID) { forgotten <- uid }})
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		r := &recorder{ch: make(chan Work, 10)}
+		forgotten := make(chan types.UID, 1)
+		ws := New(ctx, r.sync(nil), Options{ResyncPeriod: time.Hour, OnForgotten: func(uid types.UID) { forgotten <- uid }})
 
-	ws.Update(Work{Pod: pod("a", "1"), Type: Create})
-	recv(t, r.ch)
-	ws.Update(Work{Pod: pod("a", "1"), Type: Kill})
-	recv(t, r.ch)
-	ws.Update(Work{Pod: pod("a", "1"), Type: Sync})
-	select {
-	case w := <-r.ch:
-		t.Fatalf("killed pod was synced again: %v", w.Type)
-	case <-time.After(100 * time.Millisecond):
-	}
-	ws.Update(Work{Pod: pod("a", "1"), Type: Kill, Forget: true})
-	recv(t, r.ch)
-	select {
-	case uid := <-forgotten:
-		if uid != "a" {
-			t.Fatalf("forgot %s", uid)
+		ws.Update(Work{Pod: pod("a", "1"), Type: Create})
+		recv(t, r.ch)
+		ws.Update(Work{Pod: pod("a", "1"), Type: Kill})
+		recv(t, r.ch)
+		ws.Update(Work{Pod: pod("a", "1"), Type: Sync})
+		synctest.Wait() // the worker is idle: a sync would be in r.ch
+		select {
+		case w := <-r.ch:
+			t.Fatalf("killed pod was synced again: %v", w.Type)
+		default:
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("worker not forgotten")
-	}
-	if ws.Has("a") {
-		t.Fatal("worker still registered")
-	}
-	// The same UID coming back gets a fresh worker.
-	ws.Update(Work{Pod: pod("a", "2"), Type: Create})
-	if w := recv(t, r.ch); w.Type != Create {
-		t.Fatalf("got %v, want create", w.Type)
-	}
-	cancel()
-	ws.Wait()
+		ws.Update(Work{Pod: pod("a", "1"), Type: Kill, Forget: true})
+		recv(t, r.ch)
+		select {
+		case uid := <-forgotten:
+			if uid != "a" {
+				t.Fatalf("forgot %s", uid)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("worker not forgotten")
+		}
+		if ws.Has("a") {
+			t.Fatal("worker still registered")
+		}
+		// The same UID coming back gets a fresh worker.
+		ws.Update(Work{Pod: pod("a", "2"), Type: Create})
+		if w := recv(t, r.ch); w.Type != Create {
+			t.Fatalf("got %v, want create", w.Type)
+		}
+		cancel()
+		ws.Wait()
+	})
 }
 
 func TestRetryAfterResyncs(t *testing.T) {
