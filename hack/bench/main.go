@@ -206,28 +206,28 @@ func run(ctx context.Context, cfg config) (int, error) {
 	}{
 		{cfg.standalone, func() error {
 			return runMode(ctx, b, mode[*result]{name: "standalone", subjects: cfg.subjects,
-				leg:    func(s string) *result { return runLeg(ctx, cfg, cri, s) },
+				leg:    func(c config, s string) *result { return runLeg(ctx, c, cri, s) },
 				failed: func(o outcome) *result { return &result{outcome: o} },
 				render: func(runs map[string][]*result) string { return render(cfg, env, runs) },
 				begin:  beginMarker, end: endMarker, history: standaloneTable(cfg).history})
 		}},
 		{cfg.cluster, func() error {
 			return runMode(ctx, b, mode[*clusterResult]{name: "cluster", subjects: cfg.clusterSubjects,
-				leg:    func(s string) *clusterResult { return runClusterLeg(ctx, cfg, s) },
+				leg:    func(c config, s string) *clusterResult { return runClusterLeg(ctx, c, s) },
 				failed: func(o outcome) *clusterResult { return &clusterResult{outcome: o} },
 				render: func(runs map[string][]*clusterResult) string { return renderCluster(cfg, env, runs) },
 				begin:  clusterBeginMarker, end: clusterEndMarker, history: clusterTable(cfg).history})
 		}},
 		{cfg.probes, func() error {
 			return runMode(ctx, b, mode[*probeResult]{name: "probes", subjects: cfg.clusterSubjects,
-				leg:    func(s string) *probeResult { return runProbeLeg(ctx, cfg, s) },
+				leg:    func(c config, s string) *probeResult { return runProbeLeg(ctx, c, s) },
 				failed: func(o outcome) *probeResult { return &probeResult{outcome: o} },
 				render: func(runs map[string][]*probeResult) string { return renderProbes(cfg, env, runs) },
 				begin:  probeBeginMarker, end: probeEndMarker})
 		}},
 		{cfg.configVols, func() error {
 			return runMode(ctx, b, mode[*configResult]{name: "config", subjects: cfg.clusterSubjects,
-				leg:    func(s string) *configResult { return runConfigLeg(ctx, cfg, s) },
+				leg:    func(c config, s string) *configResult { return runConfigLeg(ctx, c, s) },
 				failed: func(o outcome) *configResult { return &configResult{outcome: o} },
 				render: func(runs map[string][]*configResult) string { return renderConfig(cfg, env, runs) },
 				begin:  configBeginMarker, end: configEndMarker})
@@ -277,7 +277,8 @@ type bench struct {
 type mode[R outcomer] struct {
 	name     string
 	subjects []string
-	leg      func(subject string) R
+	// leg runs one leg with cfg, whose stateDir is the run's own.
+	leg func(cfg config, subject string) R
 	// failed is the result of a leg that could not start.
 	failed     func(o outcome) R
 	render     func(runs map[string][]R) string
@@ -308,7 +309,11 @@ func runMode[R outcomer](ctx context.Context, b *bench, m mode[R]) error {
 				r = m.failed(outcome{subject: s, load: loadavg(), err: fmt.Errorf("runtime clean-up before the leg: %w", err)})
 			} else {
 				removeBenchLogs()
-				r = m.leg(s)
+				c := b.cfg
+				if b.cfg.runs > 1 { // each run's agents start on empty manifest and root dirs
+					c.stateDir = filepath.Join(c.stateDir, fmt.Sprintf("run%d", i))
+				}
+				r = m.leg(c, s)
 			}
 			runs[s] = append(runs[s], r)
 			if o := r.outcomeOf(); o.err != nil {
