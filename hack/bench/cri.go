@@ -138,8 +138,10 @@ func (c *criClient) cleanOnce(ctx context.Context) error {
 			running = append(running, ct.Id)
 		}
 	}
+	// Timeout 0: the bench pods need no grace (a busybox sleep ignores SIGTERM as PID 1 and
+	// would hold every stop for the whole timeout); killed at once, as StopPodSandbox does.
 	errs := forEach(running, func(id string) error {
-		_, err := c.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 5})
+		_, err := c.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 0})
 		return wrapf(err, "StopContainer %s", id)
 	})
 	sbs, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
