@@ -44,14 +44,9 @@ func agentsRunLine(cfg config, env envInfo) string {
 }
 
 func renderCluster(cfg config, env envInfo, runs map[string][]*clusterResult) string {
-	var b strings.Builder
-	b.WriteString(agentsRunLine(cfg, env))
-	clusterTable(cfg).render(&b, runs)
-	b.WriteString("\n")
-	writeNotes(&b, agentSubjects, runs, func(r *clusterResult) string {
+	return clusterTable(cfg).section(agentsRunLine(cfg, env), runs, func(r *clusterResult) string {
 		return fmt.Sprintf("API pod latencies (ms, in order): %s; delete → gone (ms): %s", msList(r.api), msList(r.del))
 	})
-	return strings.TrimRight(b.String(), "\n")
 }
 
 func msList(ds []time.Duration) string {

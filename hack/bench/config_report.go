@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 )
 
 func configTable(cfg config) table[*configResult] {
@@ -42,11 +41,7 @@ func configTable(cfg config) table[*configResult] {
 }
 
 func renderConfig(cfg config, env envInfo, runs map[string][]*configResult) string {
-	var b strings.Builder
-	b.WriteString(agentsRunLine(cfg, env))
-	configTable(cfg).render(&b, runs)
-	b.WriteString("\n")
-	writeNotes(&b, agentSubjects, runs, func(r *configResult) string {
+	return configTable(cfg).section(agentsRunLine(cfg, env), runs, func(r *configResult) string {
 		capped := ""
 		if r.updateCapped {
 			capped = fmt.Sprintf("; update seen in %d of %d pods within %s", len(r.seen), len(r.vols), fmtDur(updateCap.Seconds()))
@@ -54,5 +49,4 @@ func renderConfig(cfg config, env envInfo, runs map[string][]*configResult) stri
 		return fmt.Sprintf("Node Ready after %s%s; pods without volumes (ms, in order): %s; with volumes (ms, in order): %s",
 			r.ready.Round(1e6), capped, msList(r.plain), msList(r.vols))
 	})
-	return strings.TrimRight(b.String(), "\n")
 }

@@ -172,14 +172,9 @@ func probeTable(cfg config) table[*probeResult] {
 }
 
 func renderProbes(cfg config, env envInfo, runs map[string][]*probeResult) string {
-	var b strings.Builder
-	b.WriteString(agentsRunLine(cfg, env))
-	fmt.Fprintf(&b, "%d host-network pods, each with an exec readiness probe and an HTTP liveness probe every second; figures over %.0f s once all run.\n\n",
+	intro := agentsRunLine(cfg, env) + fmt.Sprintf("%d host-network pods, each with an exec readiness probe and an HTTP liveness probe every second; figures over %.0f s once all run.\n\n",
 		cfg.probePods, cfg.idle.Seconds())
-	probeTable(cfg).render(&b, runs)
-	b.WriteString("\n")
-	writeNotes(&b, agentSubjects, runs, func(*probeResult) string { return "probe load" })
-	return strings.TrimRight(b.String(), "\n")
+	return probeTable(cfg).section(intro, runs, func(*probeResult) string { return "probe load" })
 }
 
 func fmtCPUMin(v float64) string { return fmt.Sprintf("%.2f s (%.1f%% of a core)", v, 100*v/60) }

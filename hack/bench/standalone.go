@@ -231,15 +231,10 @@ func standaloneTable(cfg config) table[*result] {
 
 // render builds the generated markdown section: environment, table, per-leg notes.
 func render(cfg config, env envInfo, runs map[string][]*result) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s, mode %s, commit %s; %s.\n\n", env.date, modeName(cfg.quick), orDash(env.commit), runsNote(cfg.runs))
-	fmt.Fprintf(&b, "Machine: %s, %d cores, %s RAM, kernel %s; runtime %s; upstream kubelet %s; nodelet %s.\n\n",
-		orDash(env.cpu), env.cores, orDash(env.mem), orDash(env.kernel), orDash(env.runtime), orDash(env.kubelet), orDash(env.nodelet))
-	t := standaloneTable(cfg)
-	t.render(&b, runs)
-	b.WriteString("\n")
-	writeNotes(&b, t.subjects, runs, func(r *result) string {
+	intro := fmt.Sprintf("Run %s, mode %s, commit %s; %s.\n\n", env.date, modeName(cfg.quick), orDash(env.commit), runsNote(cfg.runs)) +
+		fmt.Sprintf("Machine: %s, %d cores, %s RAM, kernel %s; runtime %s; upstream kubelet %s; nodelet %s.\n\n",
+			orDash(env.cpu), env.cores, orDash(env.mem), orDash(env.kernel), orDash(env.runtime), orDash(env.kubelet), orDash(env.nodelet))
+	return standaloneTable(cfg).section(intro, runs, func(r *result) string {
 		return fmt.Sprintf("sequential latencies (ms, in order): %s", msList(r.seq))
 	})
-	return strings.TrimRight(b.String(), "\n")
 }

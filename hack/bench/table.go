@@ -253,3 +253,13 @@ func (t table[R]) history(runs map[string][]R, h map[string]string) {
 		}
 	}
 }
+
+// section is a mode's generated section: intro, the table, then a note per subject and run.
+func (t table[R]) section(intro string, runs map[string][]R, detail func(r R) string) string {
+	var b strings.Builder
+	b.WriteString(intro)
+	t.render(&b, runs)
+	b.WriteString("\n")
+	writeNotes(&b, t.subjects, runs, detail)
+	return strings.TrimRight(b.String(), "\n")
+}
