@@ -161,7 +161,7 @@ func (t table[R]) render(b *strings.Builder, runs map[string][]R) {
 		sep += "---:|"
 	}
 	for _, base := range t.bases {
-		fmt.Fprintf(b, " nodelet / %s |", title(base))
+		fmt.Fprintf(b, " nodelet / %s |", strings.TrimSuffix(title(base), " kubelet"))
 		sep += "---:|"
 	}
 	if t.targetHeader != "" {

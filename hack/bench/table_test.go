@@ -105,6 +105,7 @@ func TestStandaloneManyPodsRowsAndHistory(t *testing.T) {
 	runs := map[string][]*result{"raw": r("raw", 0.1, 0, 0), "upstream": r("upstream", 0.2, 1, 90), "nodelet": r("nodelet", 0.11, 0.25, 37)}
 	out := render(cfg, envInfo{}, runs)
 	for _, want := range []string{
+		"| metric | raw CRI | upstream kubelet | nodelet | nodelet / raw CRI | nodelet / upstream |",
 		"| CPU over 30 s idle (110 pods) | — | 2.00 s (6.7% of a core) | 0.50 s (1.7% of a core) | — | 0.25× |",
 		"| RSS at the end of that window (110 pods) | — | 93.0 MiB | 40.0 MiB | — | 0.43× |",
 		"one run",
