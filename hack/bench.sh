@@ -2,14 +2,20 @@
 # Benchmarks nodelet against the floor (raw CRI calls) and the upstream kubelet, on one private
 # containerd. Method and results: docs/BENCHMARKS.md (its generated section is rewritten by a full run).
 #
-#   hack/bench.sh            full run: standalone legs (20 sequential pods, burst of 50, 60 s idle; ~6 min),
+#   hack/bench.sh            full run: standalone legs (20 sequential pods, burst of 50, 60 s idle with
+#                            70 pods, then with 110; ~8 min),
 #                            then cluster legs (20 API pods, mirror, 3 deletes; ~4 min), probe-load legs,
 #                            and config-volume legs (~10 min)
 #   hack/bench.sh --quick    smoke test (5 / 10 / 10 s); prints only, docs untouched
 #   hack/bench.sh --cluster  only the cluster legs (each agent in its own hack/cluster-up.sh cluster); ~4 min
 #   hack/bench.sh --modes config   only the config-volume legs (100 API pods with a ConfigMap and a Secret
 #                            volume, then a ConfigMap update; each agent in its own cluster); ~8 min
+#   hack/bench.sh --runs 3   every leg three times; the tables give the median and the spread
 #   hack/bench.sh --subjects raw,upstream ...   any flag of hack/bench (go run ./hack/bench -h)
+#
+# Every leg's figures go, as soon as it ends, into _output/bench/bench-DATE.md; a leg that fails is
+# named with its reason and the next one runs; the exit status is 1 if any failed. The upstream
+# kubelet is built (hack/build-tools.sh) only when a leg runs it.
 #
 # Needs root. Starts containerd with hack/runtime-up.sh in a temp state dir and purges it on exit.
 # Port 10255 (the agents' read-only port) must be free.
@@ -39,9 +45,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "building the upstream kubelet (instant when up to date)"
-TOOLS=kubelet bash hack/build-tools.sh >&2
-
 NODELET_BIN="$WORK/nodelet"
 if [[ -d cmd/nodelet ]]; then
   log "building nodelet"
@@ -63,4 +66,6 @@ CONTAINERD_PID="$(containerd_pid)"
   --kubelet "$NODELET_ROOT/_output/tools/bin/kubelet" \
   --nodelet "$NODELET_BIN" \
   --cluster-up "$NODELET_ROOT/hack/cluster-up.sh" \
+  --build-tools "$NODELET_ROOT/hack/build-tools.sh" \
+  --out "$NODELET_ROOT/_output/bench" \
   "$@"

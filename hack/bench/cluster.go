@@ -42,15 +42,9 @@ type clusterResult struct {
 func runClusterLeg(ctx context.Context, cfg config, subject string) (r *clusterResult) {
 	r = &clusterResult{outcome: outcome{subject: subject, load: loadavg()}}
 	// The static pod is there from the start; its mirror is measured after the API pods.
-	c, err := joinCluster(ctx, cfg, subject, filepath.Join(cfg.stateDir, "cluster-"+subject), "cluster",
-		func(a *agent) error { return a.writeManifest("static") })
+	c := joinForLeg(ctx, cfg, subject, "cluster", func(a *agent) error { return a.writeManifest("static") }, &r.outcome)
 	defer c.close()
-	if c.notAvailable != "" {
-		r.notAvailable = c.notAvailable
-		return r
-	}
-	if err != nil {
-		r.err = err
+	if !r.ok() {
 		return r
 	}
 	a, admin := c.agent, c.admin
@@ -165,6 +159,19 @@ func (c *clusterAgent) close() {
 		c.cleanups[i]()
 	}
 	c.cleanups = nil
+}
+
+// joinForLeg joins the cluster of a leg of mode label whose outcome is o (joinCluster in
+// STATE_DIR/label-subject); o says why when the leg cannot go on. Close the result.
+func joinForLeg(ctx context.Context, cfg config, subject, label string, setup func(a *agent) error, o *outcome) *clusterAgent {
+	c, err := joinCluster(ctx, cfg, subject, filepath.Join(cfg.stateDir, label+"-"+subject), label, setup)
+	switch {
+	case c.notAvailable != "":
+		o.notAvailable = c.notAvailable
+	case err != nil:
+		o.err = err
+	}
+	return c
 }
 
 // failer returns a function that sets o.err, with the tail of the agent's

@@ -11,86 +11,42 @@ const (
 	clusterEndMarker   = "<!-- END GENERATED: hack/bench.sh cluster mode -->"
 )
 
-// clusterMetric is one row of the cluster table. value's second result is false when there is no
-// figure; capped means "more than the cap" (a mirror that did not come back).
-type clusterMetric struct {
-	name   string
-	target float64 // seconds; 0 = none
-	value  func(r *clusterResult) (v float64, capped bool)
-}
-
-func clusterMetrics(cfg config) []clusterMetric {
-	return []clusterMetric{
-		{name: "node start → Node Ready",
-			value: func(r *clusterResult) (float64, bool) { return r.ready.Seconds(), false }},
-		{name: fmt.Sprintf("API pod → Running in the API, p50 (%d sequential)", cfg.pods), target: 0.3,
-			value: func(r *clusterResult) (float64, bool) { return percentile(r.api, 50).Seconds(), false }},
-		{name: fmt.Sprintf("API pod → Running in the API, p99 (%d sequential)", cfg.pods),
-			value: func(r *clusterResult) (float64, bool) { return percentile(r.api, 99).Seconds(), false }},
-		{name: "static pod's mirror deleted → mirror back", target: 5,
-			value: func(r *clusterResult) (float64, bool) {
+func clusterTable(cfg config) table[*clusterResult] {
+	return table[*clusterResult]{subjects: agentSubjects, bases: []string{"upstream"}, targetHeader: "target (issue 3)", rows: []row[*clusterResult]{
+		{name: "node start → Node Ready", format: fmtDur, hist: histReady, histBase: "upstream",
+			value: func(r *clusterResult) float64 { return r.ready.Seconds() }},
+		{name: fmt.Sprintf("API pod → Running in the API, p50 (%d sequential)", cfg.pods), format: fmtDur,
+			target: 0.3, targetText: "≤ " + fmtDur(0.3), hist: histAPIP50, histBase: "upstream",
+			value: func(r *clusterResult) float64 { return percentile(r.api, 50).Seconds() }},
+		{name: fmt.Sprintf("API pod → Running in the API, p99 (%d sequential)", cfg.pods), format: fmtDur,
+			value: func(r *clusterResult) float64 { return percentile(r.api, 99).Seconds() }},
+		{name: "static pod's mirror deleted → mirror back", format: fmtDur, target: 5, targetText: "≤ " + fmtDur(5),
+			capped: func(r *clusterResult) bool { return r.mirrorCapped },
+			value: func(r *clusterResult) float64 {
 				if r.mirrorCapped {
-					return mirrorCap.Seconds(), true
+					return mirrorCap.Seconds()
 				}
-				return r.mirror.Seconds(), false
+				return r.mirror.Seconds()
 			}},
-		{name: fmt.Sprintf("API delete (3 s TERM trap) → gone from the API, p50 of %d", cfg.deletes), target: 3.5,
-			value: func(r *clusterResult) (float64, bool) { return percentile(r.del, 50).Seconds(), false }},
-	}
+		{name: fmt.Sprintf("API delete (3 s TERM trap) → gone from the API, p50 of %d", cfg.deletes), format: fmtDur,
+			target: 3.5, targetText: "≤ " + fmtDur(3.5),
+			value: func(r *clusterResult) float64 { return percentile(r.del, 50).Seconds() }},
+	}}
 }
 
-func renderCluster(cfg config, env envInfo, results []*clusterResult) string {
-	by := bySubject(results)
-	ok := func(r *clusterResult) bool { return r.outcomeOf().ok() }
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s, mode %s, commit %s; same machine and runtime as above; upstream kubelet %s; nodelet %s.\n\n",
-		env.date, modeName(cfg.quick), orDash(env.commit), orDash(env.kubelet), orDash(env.nodelet))
-	b.WriteString("| metric | upstream kubelet | nodelet | nodelet / upstream | target (issue 3) | nodelet meets it |\n")
-	b.WriteString("|---|---:|---:|---:|---:|:---:|\n")
-	for _, m := range clusterMetrics(cfg) {
-		cell := func(s string) string {
-			r := by[s]
-			if missing := r.outcomeOf().missing(); missing != "" {
-				return missing
-			}
-			v, capped := m.value(r)
-			if capped {
-				return "> " + fmtDur(v)
-			}
-			return fmtDur(v)
-		}
-		ratio := "—"
-		if ok(by["upstream"]) && ok(by["nodelet"]) {
-			u, uc := m.value(by["upstream"])
-			n, nc := m.value(by["nodelet"])
-			switch {
-			case nc || u == 0:
-			case uc:
-				ratio = "< " + fmtRatio(n/u)
-			default:
-				ratio = fmtRatio(n / u)
-			}
-		}
-		target, meets := "—", "—"
-		if m.target > 0 {
-			target = "≤ " + fmtDur(m.target)
-			if ok(by["nodelet"]) {
-				n, nc := m.value(by["nodelet"])
-				meets = "no"
-				if !nc && n <= m.target {
-					meets = "yes"
-				}
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", m.name, cell("upstream"), cell("nodelet"), ratio, target, meets)
-	}
-	b.WriteString("\n")
-	for _, s := range []string{"upstream", "nodelet"} {
-		writeOutcomeNote(&b, s, by[s].outcomeOf(), func() string {
-			return fmt.Sprintf("API pod latencies (ms, in order): %s; delete → gone (ms): %s", msList(by[s].api), msList(by[s].del))
-		})
-	}
-	return strings.TrimRight(b.String(), "\n")
+// agentSubjects are the columns of the tables of the modes without the raw CRI floor.
+var agentSubjects = []string{"upstream", "nodelet"}
+
+// agentsRunLine opens the sections of the modes after the standalone one.
+func agentsRunLine(cfg config, env envInfo) string {
+	return fmt.Sprintf("Run %s, mode %s, commit %s; %s; same machine and runtime as above; upstream kubelet %s; nodelet %s.\n\n",
+		env.date, modeName(cfg.quick), orDash(env.commit), runsNote(cfg.runs), orDash(env.kubelet), orDash(env.nodelet))
+}
+
+func renderCluster(cfg config, env envInfo, runs map[string][]*clusterResult) string {
+	return clusterTable(cfg).section(agentsRunLine(cfg, env), runs, func(r *clusterResult) string {
+		return fmt.Sprintf("API pod latencies (ms, in order): %s; delete → gone (ms): %s", msList(r.api), msList(r.del))
+	})
 }
 
 func msList(ds []time.Duration) string {

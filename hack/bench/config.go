@@ -63,14 +63,9 @@ func configPod(name, node string) *v1.Pod {
 // each after a pod without volumes, then the ConfigMap update.
 func runConfigLeg(ctx context.Context, cfg config, subject string) *configResult {
 	r := &configResult{outcome: outcome{subject: subject, load: loadavg()}}
-	c, err := joinCluster(ctx, cfg, subject, filepath.Join(cfg.stateDir, "config-"+subject), "config", nil)
+	c := joinForLeg(ctx, cfg, subject, "config", nil, &r.outcome)
 	defer c.close()
-	if c.notAvailable != "" {
-		r.notAvailable = c.notAvailable
-		return r
-	}
-	if err != nil {
-		r.err = err
+	if !r.ok() {
 		return r
 	}
 	a, admin := c.agent, c.admin

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -101,57 +102,114 @@ func (c *criClient) runPod(ctx context.Context, name, logDir string) error {
 	return nil
 }
 
-// clean stops and removes every sandbox and container in the runtime, so that each leg starts
-// from an empty runtime. The runtime is the benchmark's own (a temporary state dir).
+// cleanAttempts bounds clean's retries: on a loaded machine a container the agent was still
+// starting when it was stopped may come up after StopPodSandbox, and RemovePodSandbox then
+// refuses ("container is still running, to stop first").
+const cleanAttempts = 5
+
+// clean empties the runtime, so that each leg starts from an empty one: every container stopped,
+// then every sandbox stopped and removed, then what is left of the containers removed; all that
+// again, up to cleanAttempts times, until nothing is left. The runtime is the benchmark's own (a
+// temporary state dir).
 func (c *criClient) clean(ctx context.Context) error {
-	sbs, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return fmt.Errorf("ListPodSandbox: %w", err)
-	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []string
-		sem  = make(chan struct{}, 8)
-	)
-	for _, sb := range sbs.Items {
-		wg.Add(1)
-		go func(id string) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if _, err := c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Sprintf("StopPodSandbox %s: %v", id, err))
-				mu.Unlock()
-				return
+	var err error
+	for attempt := 1; attempt <= cleanAttempts; attempt++ {
+		if err = c.cleanOnce(ctx); err == nil {
+			return nil
+		}
+		if attempt < cleanAttempts {
+			logf("runtime clean-up, attempt %d of %d: %v; again", attempt, cleanAttempts, err)
+			if serr := sleep(ctx, time.Duration(attempt)*time.Second); serr != nil {
+				return serr
 			}
-			if _, err := c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Sprintf("RemovePodSandbox %s: %v", id, err))
-				mu.Unlock()
-			}
-		}(sb.Id)
+		}
 	}
-	wg.Wait()
+	return fmt.Errorf("after %d attempts: %w", cleanAttempts, err)
+}
+
+func (c *criClient) cleanOnce(ctx context.Context) error {
 	ctrs, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 	if err != nil {
 		return fmt.Errorf("ListContainers: %w", err)
 	}
+	var running []string
 	for _, ct := range ctrs.Containers {
-		if _, err := c.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ct.Id}); err != nil {
-			errs = append(errs, fmt.Sprintf("RemoveContainer %s: %v", ct.Id, err))
+		if ct.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			running = append(running, ct.Id)
+		}
+	}
+	// Timeout 0: the bench pods need no grace (a busybox sleep ignores SIGTERM as PID 1 and
+	// would hold every stop for the whole timeout); killed at once, as StopPodSandbox does.
+	errs := forEach(running, func(id string) error {
+		_, err := c.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 0})
+		return wrapf(err, "StopContainer %s", id)
+	})
+	sbs, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("ListPodSandbox: %w", err)
+	}
+	ids := make([]string, len(sbs.Items))
+	for i, sb := range sbs.Items {
+		ids[i] = sb.Id
+	}
+	errs = append(errs, forEach(ids, func(id string) error {
+		if _, err := c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+			return fmt.Errorf("StopPodSandbox %s: %w", id, err)
+		}
+		_, err := c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+		return wrapf(err, "RemovePodSandbox %s", id)
+	})...)
+	if ctrs, err = c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{}); err != nil {
+		return fmt.Errorf("ListContainers: %w", err)
+	}
+	for _, ct := range ctrs.Containers {
+		_, err := c.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ct.Id})
+		if err := wrapf(err, "RemoveContainer %s", ct.Id); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("cleaning the runtime: %s", strings.Join(errs, "; "))
+		return errors.Join(errs...)
 	}
 	left, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return fmt.Errorf("ListPodSandbox: %w", err)
 	}
 	if n := len(left.Items); n > 0 {
-		return fmt.Errorf("cleaning the runtime: %d sandboxes left", n)
+		return fmt.Errorf("%d sandboxes left", n)
 	}
 	return nil
+}
+
+// forEach runs f for every id, 8 at a time, and returns the errors.
+func forEach(ids []string, f func(id string) error) []error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, 8)
+	)
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := f(id); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// wrapf is nil for a nil err, else err with what was being done.
+func wrapf(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
 }

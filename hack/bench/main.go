@@ -5,12 +5,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -53,20 +54,16 @@ type config struct {
 	// configVols: the config-volume legs (issue 11) with configPods pods.
 	configVols bool
 	configPods int
-}
-
-// result is what one standalone leg measured.
-type result struct {
-	outcome
-	startup        time.Duration
-	seq            []time.Duration
-	burst          time.Duration
-	rssKiB         int64
-	hwmKiB         int64
-	anonKiB        int64
-	idleCPU        float64
-	runtimeIdleCPU float64
-	runtimeRSSKiB  int64
+	// runs: every leg runs this many times (interleaved: run 1 of every subject, then run 2, ...);
+	// the tables give the median and the spread.
+	runs int
+	// manyPods: the standalone legs top the node up to this many pods for a second idle window
+	// (0, or not more than pods+burst: no second window).
+	manyPods int
+	// out: directory of the results file, rewritten after every leg ("": none).
+	out string
+	// buildTools builds the upstream kubelet when a leg needs it ("": never).
+	buildTools string
 }
 
 func main() {
@@ -87,6 +84,10 @@ func main() {
 	flag.StringVar(&clusterSubjects, "cluster-subjects", "upstream,nodelet", "agents to run in cluster mode, in order")
 	flag.StringVar(&cfg.clusterUp, "cluster-up", "hack/cluster-up.sh", "cluster-up script (cluster-down.sh is next to it)")
 	flag.IntVar(&cfg.deletes, "deletes", 3, "cluster mode: pods deleted through the API (median reported)")
+	flag.IntVar(&cfg.runs, "runs", 1, "runs of every leg; the tables give the median and the spread (min-max)")
+	flag.IntVar(&cfg.manyPods, "many-pods", 110, "standalone mode: pods on the node for the second idle window (0: none)")
+	flag.StringVar(&cfg.out, "out", "_output/bench", "directory for the results file, rewritten after every leg (\"\" = none)")
+	flag.StringVar(&cfg.buildTools, "build-tools", "", "hack/build-tools.sh, run to build the upstream kubelet when a leg needs it (\"\" = never)")
 	flag.IntVar(&cfg.pods, "pods", 20, "sequential pods (latency percentiles)")
 	flag.IntVar(&cfg.burst, "burst", 50, "pods written at once")
 	flag.DurationVar(&cfg.idle, "idle", 60*time.Second, "idle window for the CPU measurement")
@@ -123,6 +124,9 @@ func main() {
 		if !set["config-pods"] {
 			cfg.configPods = 5
 		}
+		if !set["many-pods"] {
+			cfg.manyPods = 20
+		}
 	}
 	if cfg.cluster {
 		modes = "cluster"
@@ -147,6 +151,10 @@ func main() {
 		if s = strings.TrimSpace(s); s != "" {
 			cfg.clusterSubjects = append(cfg.clusterSubjects, s)
 		}
+	}
+	if cfg.runs < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -runs must be at least 1")
+		os.Exit(2)
 	}
 	if cfg.endpoint == "" {
 		fmt.Fprintln(os.Stderr, "bench: -runtime-endpoint is required (hack/bench.sh provides it)")
@@ -184,196 +192,177 @@ func run(ctx context.Context, cfg config) (int, error) {
 	if err := cri.requireImages(ctx, busyboxImage, pauseImage); err != nil {
 		return 1, err
 	}
-	if err := cri.clean(ctx); err != nil {
-		return 1, err
-	}
+	buildUpstream(ctx, cfg)
 
 	env := describeEnv(ctx, cfg, cri)
-	failed := false
-	modes := []struct {
+	results, err := newResultsFile(cfg.out, env)
+	if err != nil {
+		return 1, err
+	}
+	b := &bench{cfg: cfg, cri: cri, results: results, history: map[string]string{}}
+	steps := []struct {
 		on  bool
-		run func() (bool, error)
+		run func() error
 	}{
-		{cfg.standalone, func() (bool, error) {
-			return runMode(ctx, cfg, cri, "", cfg.subjects, func(s string) *result { return runLeg(ctx, cfg, cri, s) },
-				func(rs []*result) string { return render(cfg, env, rs) }, beginMarker, endMarker)
+		{cfg.standalone, func() error {
+			return runMode(ctx, b, mode[*result]{name: "standalone", subjects: cfg.subjects,
+				leg:    func(c config, s string) *result { return runLeg(ctx, c, cri, s) },
+				failed: func(o outcome) *result { return &result{outcome: o} },
+				render: func(runs map[string][]*result) string { return render(cfg, env, runs) },
+				begin:  beginMarker, end: endMarker, history: standaloneTable(cfg).history})
 		}},
-		{cfg.cluster, func() (bool, error) {
-			return runMode(ctx, cfg, cri, "cluster ", cfg.clusterSubjects, func(s string) *clusterResult { return runClusterLeg(ctx, cfg, s) },
-				func(rs []*clusterResult) string { return renderCluster(cfg, env, rs) }, clusterBeginMarker, clusterEndMarker)
+		{cfg.cluster, func() error {
+			return runMode(ctx, b, mode[*clusterResult]{name: "cluster", subjects: cfg.clusterSubjects,
+				leg:    func(c config, s string) *clusterResult { return runClusterLeg(ctx, c, s) },
+				failed: func(o outcome) *clusterResult { return &clusterResult{outcome: o} },
+				render: func(runs map[string][]*clusterResult) string { return renderCluster(cfg, env, runs) },
+				begin:  clusterBeginMarker, end: clusterEndMarker, history: clusterTable(cfg).history})
 		}},
-		{cfg.probes, func() (bool, error) {
-			return runMode(ctx, cfg, cri, "probes ", cfg.clusterSubjects, func(s string) *probeResult { return runProbeLeg(ctx, cfg, s) },
-				func(rs []*probeResult) string { return renderProbes(cfg, env, rs) }, probeBeginMarker, probeEndMarker)
+		{cfg.probes, func() error {
+			return runMode(ctx, b, mode[*probeResult]{name: "probes", subjects: cfg.clusterSubjects,
+				leg:    func(c config, s string) *probeResult { return runProbeLeg(ctx, c, s) },
+				failed: func(o outcome) *probeResult { return &probeResult{outcome: o} },
+				render: func(runs map[string][]*probeResult) string { return renderProbes(cfg, env, runs) },
+				begin:  probeBeginMarker, end: probeEndMarker})
 		}},
-		{cfg.configVols, func() (bool, error) {
-			return runMode(ctx, cfg, cri, "config ", cfg.clusterSubjects, func(s string) *configResult { return runConfigLeg(ctx, cfg, s) },
-				func(rs []*configResult) string { return renderConfig(cfg, env, rs) }, configBeginMarker, configEndMarker)
+		{cfg.configVols, func() error {
+			return runMode(ctx, b, mode[*configResult]{name: "config", subjects: cfg.clusterSubjects,
+				leg:    func(c config, s string) *configResult { return runConfigLeg(ctx, c, s) },
+				failed: func(o outcome) *configResult { return &configResult{outcome: o} },
+				render: func(runs map[string][]*configResult) string { return renderConfig(cfg, env, runs) },
+				begin:  configBeginMarker, end: configEndMarker})
 		}},
 	}
-	for _, m := range modes {
-		if !m.on {
+	for _, s := range steps {
+		if !s.on {
 			continue
 		}
-		legFailed, err := m.run()
-		if err != nil {
-			return 1, err
+		if err := s.run(); err != nil {
+			b.failures = append(b.failures, err.Error())
+			break // interrupted
 		}
-		failed = failed || legFailed
 	}
-	if failed {
-		return 1, errors.New("a leg failed")
+	if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
+		logf("WARNING: runtime clean-up after the last leg: %v", err)
+	}
+	removeBenchLogs()
+	if cfg.doc != "" && !cfg.quick && len(b.history) > 0 {
+		if err := updateHistory(cfg.doc, env, cfg.runs, b.history); err != nil {
+			b.failures = append(b.failures, fmt.Sprintf("history: %v", err))
+		} else {
+			logf("appended this run to the history in %s", cfg.doc)
+		}
+	}
+	if results != nil {
+		logf("results of every leg: %s", results.path)
+	}
+	if len(b.failures) > 0 {
+		return 1, fmt.Errorf("%d failed:\n  %s", len(b.failures), strings.Join(b.failures, "\n  "))
 	}
 	return 0, nil
 }
 
-// runMode runs one leg per subject, each on an emptied runtime, prints the
-// mode's section and writes it to the doc unless a leg failed (failed).
-func runMode[R interface{ outcomeOf() *outcome }](ctx context.Context, cfg config, cri *criClient, label string, subjects []string,
-	leg func(subject string) R, render func([]R) string, begin, end string) (failed bool, err error) {
-	var results []R
-	for _, s := range subjects {
-		r := leg(s)
-		results = append(results, r)
-		if o := r.outcomeOf(); o.err != nil {
-			failed = true
-			logf("%s%s: FAILED: %v", label, s, o.err)
-		}
-		if err := cri.clean(context.WithoutCancel(ctx)); err != nil {
-			return failed, err
-		}
-		removeBenchLogs()
-		if ctx.Err() != nil {
-			return failed, ctx.Err()
-		}
-	}
-	section := render(results)
-	fmt.Println(section)
-	return failed, maybeUpdate(cfg, failed, begin, end, section)
+// bench is one run of the benchmark: where its results go and what failed so far.
+type bench struct {
+	cfg     config
+	cri     *criClient
+	results *resultsFile
+	// failures: one line per failed leg, "mode subject (run i): why".
+	failures []string
+	// history: the columns of the history row the modes written into the doc filled.
+	history map[string]string
 }
 
-// maybeUpdate writes section between the markers of cfg.doc unless a leg failed or there is no doc.
-func maybeUpdate(cfg config, failed bool, begin, end, section string) error {
-	if cfg.doc == "" {
+// mode is one kind of leg and its section of the doc.
+type mode[R outcomer] struct {
+	name     string
+	subjects []string
+	// leg runs one leg with cfg, whose stateDir is the run's own.
+	leg func(cfg config, subject string) R
+	// failed is the result of a leg that could not start.
+	failed     func(o outcome) R
+	render     func(runs map[string][]R) string
+	begin, end string
+	// history fills the history columns the mode feeds; nil: none.
+	history func(runs map[string][]R, h map[string]string)
+}
+
+// runMode runs cfg.runs rounds of one leg per subject, each on an emptied runtime. A leg that
+// fails is reported and the next one runs; the results file gets the mode's section after every
+// leg. At the end it prints the section and writes it into the doc unless a leg failed. Only an
+// interruption ends it early (the error).
+func runMode[R outcomer](ctx context.Context, b *bench, m mode[R]) error {
+	runs := map[string][]R{}
+	failed := false
+	for i := 1; i <= b.cfg.runs; i++ {
+		for _, s := range m.subjects {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("%s: interrupted: %w", m.name, err)
+			}
+			label := m.name + " " + s
+			if b.cfg.runs > 1 {
+				label += fmt.Sprintf(" (run %d of %d)", i, b.cfg.runs)
+			}
+			logf("leg %s", label)
+			var r R
+			if err := b.cri.clean(ctx); err != nil {
+				r = m.failed(outcome{subject: s, load: loadavg(), err: fmt.Errorf("runtime clean-up before the leg: %w", err)})
+			} else {
+				removeBenchLogs()
+				c := b.cfg
+				if b.cfg.runs > 1 { // each run's agents start on empty manifest and root dirs
+					c.stateDir = filepath.Join(c.stateDir, fmt.Sprintf("run%d", i))
+				}
+				r = m.leg(c, s)
+			}
+			runs[s] = append(runs[s], r)
+			if o := r.outcomeOf(); o.err != nil {
+				failed = true
+				b.failures = append(b.failures, fmt.Sprintf("%s: %s", label, oneLine(o.err.Error())))
+				logf("leg %s FAILED: %v", label, o.err)
+			}
+			b.results.put(m.name, m.render(runs))
+		}
+	}
+	section := m.render(runs)
+	fmt.Println(section)
+	if b.cfg.doc == "" {
 		return nil
 	}
 	if failed {
-		logf("not updating %s (%s): a leg failed", cfg.doc, begin)
+		logf("not updating %s (%s section): a leg failed; its figures are in the results file", b.cfg.doc, m.name)
 		return nil
 	}
-	if err := updateDoc(cfg.doc, begin, end, section); err != nil {
-		return err
+	if err := updateDoc(b.cfg.doc, m.begin, m.end, section); err != nil {
+		b.failures = append(b.failures, fmt.Sprintf("%s: writing %s: %v", m.name, b.cfg.doc, err))
+		return nil
 	}
-	logf("updated %s (%s)", cfg.doc, begin)
+	logf("updated %s (%s section)", b.cfg.doc, m.name)
+	if m.history != nil {
+		m.history(runs, b.history)
+	}
 	return nil
+}
+
+// buildUpstream builds the upstream kubelet when a leg runs it (instant when up to date); a
+// failed build leaves those legs "not available".
+func buildUpstream(ctx context.Context, cfg config) {
+	needs := (cfg.standalone && slices.Contains(cfg.subjects, "upstream")) ||
+		((cfg.cluster || cfg.probes || cfg.configVols) && slices.Contains(cfg.clusterSubjects, "upstream"))
+	if !needs || cfg.buildTools == "" {
+		return
+	}
+	logf("building the upstream kubelet (instant when up to date)")
+	cmd := exec.CommandContext(ctx, "bash", cfg.buildTools, filepath.Dir(cfg.kubelet))
+	cmd.Env = append(os.Environ(), "TOOLS=kubelet")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		logf("WARNING: building the upstream kubelet: %v; its legs report 'not available'", err)
+	}
 }
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
-
-func runLeg(ctx context.Context, cfg config, cri *criClient, subject string) *result {
-	r := &result{outcome: outcome{subject: subject, load: loadavg()}}
-	dir := filepath.Join(cfg.stateDir, subject)
-	var l leg
-	switch subject {
-	case "raw":
-		l = &rawLeg{cri: cri, logDir: filepath.Join(dir, "logs")}
-	case "upstream", "nodelet":
-		a, err := newAgent(subject, dir, cfg.readOnlyPort)
-		if err != nil {
-			r.err = err
-			return r
-		}
-		l = &agentLeg{a: a, argv: standaloneArgv(cfg, subject), poll: cfg.poll, timeout: 60 * time.Second}
-	default:
-		r.err = fmt.Errorf("unknown subject %q (raw, upstream, nodelet)", subject)
-		return r
-	}
-	if subject == "upstream" {
-		// The kubelet creates /var/lib/kubelet/device-plugins whatever its --root-dir; remove it
-		// afterwards unless it was there before.
-		if _, err := os.Stat(upstreamHostDir); os.IsNotExist(err) {
-			defer os.RemoveAll(upstreamHostDir)
-		}
-	}
-	defer l.stop() // runs before the removal above
-
-	logf("%s: starting", subject)
-	d, err := l.start(ctx)
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "not available") {
-			r.notAvailable = err.Error()
-			logf("%s: %v", subject, err)
-		} else {
-			r.err = err
-		}
-		return r
-	}
-	r.startup = d
-
-	logf("%s: %d sequential pods", subject, cfg.pods)
-	for i := 0; i < cfg.pods; i++ {
-		d, err := l.one(ctx, fmt.Sprintf("seq-%02d", i))
-		if err != nil {
-			r.err = fmt.Errorf("sequential pod %d: %w", i, err)
-			return r
-		}
-		r.seq = append(r.seq, d)
-	}
-
-	logf("%s: burst of %d pods", subject, cfg.burst)
-	ids := make([]string, cfg.burst)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("burst-%02d", i)
-	}
-	r.burst, err = l.burst(ctx, ids)
-	if err != nil {
-		r.err = fmt.Errorf("burst: %w", err)
-		return r
-	}
-	if pid := l.pid(); pid > 0 {
-		m, err := readProcMem(pid)
-		if err != nil {
-			r.err = err
-			return r
-		}
-		r.rssKiB, r.hwmKiB, r.anonKiB = m.rss, m.hwm, m.anon
-	}
-	if cfg.runtimePID > 0 {
-		m, _ := readProcMem(cfg.runtimePID)
-		r.runtimeRSSKiB = m.rss
-	}
-
-	logf("%s: settle %s, then idle %s with %d pods", subject, cfg.settle, cfg.idle, cfg.pods+cfg.burst)
-	if err := sleep(ctx, cfg.settle); err != nil {
-		r.err = err
-		return r
-	}
-	cpu0, rcpu0 := cpuOf(l.pid()), cpuOf(cfg.runtimePID)
-	if err := sleep(ctx, cfg.idle); err != nil {
-		r.err = err
-		return r
-	}
-	if l.pid() > 0 {
-		r.idleCPU = cpuOf(l.pid()) - cpu0
-	}
-	if cfg.runtimePID > 0 {
-		r.runtimeIdleCPU = cpuOf(cfg.runtimePID) - rcpu0
-	}
-	if a, ok := l.(*agentLeg); ok && !a.a.alive() {
-		r.err = fmt.Errorf("%s exited during the idle window; see %s", subject, a.a.logFile)
-	}
-	logf("%s: done", subject)
-	return r
-}
-
-// standaloneArgv is how an agent subject runs on a manifest dir.
-func standaloneArgv(cfg config, subject string) func(a *agent) ([]string, error) {
-	if subject == "nodelet" {
-		return nodeletArgv(cfg.nodelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
-	}
-	return upstreamArgv(cfg.kubelet, cfg.endpoint, cfg.nodeName, cfg.readOnlyPort)
 }
 
 func loadavg() string {

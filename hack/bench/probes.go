@@ -156,52 +156,25 @@ func readiness(ctx context.Context, a *agent) (ready, restarts int, err error) {
 	return ready, restarts, nil
 }
 
-func renderProbes(cfg config, env envInfo, results []*probeResult) string {
-	by := bySubject(results)
+func probeTable(cfg config) table[*probeResult] {
 	perMin := 60 / cfg.idle.Seconds()
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s, mode %s, commit %s; same machine and runtime as above; upstream kubelet %s; nodelet %s.\n\n",
-		env.date, modeName(cfg.quick), orDash(env.commit), orDash(env.kubelet), orDash(env.nodelet))
-	fmt.Fprintf(&b, "%d host-network pods, each with an exec readiness probe and an HTTP liveness probe every second; figures over %.0f s once all run.\n\n",
+	noRuntime := func(string) bool { return cfg.runtimePID == 0 }
+	return table[*probeResult]{subjects: agentSubjects, bases: []string{"upstream"}, rows: []row[*probeResult]{
+		{name: "all pods written → all running", format: fmtDur, value: func(r *probeResult) float64 { return r.running.Seconds() }},
+		{name: "agent CPU per minute", format: fmtCPUMin, brief: fmtSec, value: func(r *probeResult) float64 { return r.cpu * perMin }},
+		{name: "agent RSS", format: fmtMiB, value: func(r *probeResult) float64 { return float64(r.rssKiB) / 1024 }},
+		{name: "of which anonymous", format: fmtMiB, value: func(r *probeResult) float64 { return float64(r.anonKiB) / 1024 }},
+		{name: "containerd CPU per minute (runs the exec probes)", format: fmtCPUMin, brief: fmtSec, absent: noRuntime,
+			value: func(r *probeResult) float64 { return r.runtimeCPU * perMin }},
+		{name: "pods ready at the end", format: fmtCount, value: func(r *probeResult) float64 { return float64(r.ready) }},
+		{name: "container restarts", format: fmtCount, value: func(r *probeResult) float64 { return float64(r.restarts) }},
+	}}
+}
+
+func renderProbes(cfg config, env envInfo, runs map[string][]*probeResult) string {
+	intro := agentsRunLine(cfg, env) + fmt.Sprintf("%d host-network pods, each with an exec readiness probe and an HTTP liveness probe every second; figures over %.0f s once all run.\n\n",
 		cfg.probePods, cfg.idle.Seconds())
-	b.WriteString("| metric | upstream kubelet | nodelet | nodelet / upstream |\n|---|---:|---:|---:|\n")
-	rows := []struct {
-		name    string
-		value   func(r *probeResult) float64
-		format  func(float64) string
-		runtime bool
-	}{
-		{"all pods written → all running", func(r *probeResult) float64 { return r.running.Seconds() }, fmtDur, false},
-		{"agent CPU per minute", func(r *probeResult) float64 { return r.cpu * perMin }, fmtCPUMin, false},
-		{"agent RSS", func(r *probeResult) float64 { return float64(r.rssKiB) / 1024 }, fmtMiB, false},
-		{"of which anonymous", func(r *probeResult) float64 { return float64(r.anonKiB) / 1024 }, fmtMiB, false},
-		{"containerd CPU per minute (runs the exec probes)", func(r *probeResult) float64 { return r.runtimeCPU * perMin }, fmtCPUMin, true},
-		{"pods ready at the end", func(r *probeResult) float64 { return float64(r.ready) }, fmtCount, false},
-		{"container restarts", func(r *probeResult) float64 { return float64(r.restarts) }, fmtCount, false},
-	}
-	for _, m := range rows {
-		cell := func(s string) string {
-			if missing := by[s].outcomeOf().missing(); missing != "" {
-				return missing
-			}
-			if m.runtime && cfg.runtimePID == 0 {
-				return "—"
-			}
-			return m.format(m.value(by[s]))
-		}
-		ratio := "—"
-		if by["upstream"].outcomeOf().ok() && by["nodelet"].outcomeOf().ok() && (!m.runtime || cfg.runtimePID > 0) {
-			if d := m.value(by["upstream"]); d != 0 {
-				ratio = fmt.Sprintf("%.2f×", m.value(by["nodelet"])/d)
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", m.name, cell("upstream"), cell("nodelet"), ratio)
-	}
-	b.WriteString("\n")
-	for _, s := range []string{"upstream", "nodelet"} {
-		writeOutcomeNote(&b, s, by[s].outcomeOf(), func() string { return "probe load" })
-	}
-	return strings.TrimRight(b.String(), "\n")
+	return probeTable(cfg).section(intro, runs, func(*probeResult) string { return "probe load" })
 }
 
 func fmtCPUMin(v float64) string { return fmt.Sprintf("%.2f s (%.1f%% of a core)", v, 100*v/60) }

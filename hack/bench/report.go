@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -50,95 +51,6 @@ func describeEnv(ctx context.Context, cfg config, cri *criClient) envInfo {
 	return e
 }
 
-// metric is one table row: how to get the number from a result, whether it exists for the raw
-// CRI leg (which has no agent process), and how to print it.
-type metric struct {
-	name   string
-	noRaw  bool
-	value  func(r *result) float64
-	format func(v float64) string
-}
-
-func fmtDur(v float64) string { // v in seconds
-	if v < 1 {
-		return fmt.Sprintf("%.0f ms", v*1000)
-	}
-	return fmt.Sprintf("%.2f s", v)
-}
-func fmtMiB(v float64) string { return fmt.Sprintf("%.1f MiB", v) }
-
-func metrics(cfg config) []metric {
-	idle := cfg.idle.Seconds()
-	fmtCPU := func(v float64) string { return fmt.Sprintf("%.2f s (%.1f%% of a core)", v, 100*v/idle) }
-	n := cfg.pods + cfg.burst
-	return []metric{
-		{name: "start → read-only /pods answers", noRaw: true,
-			value: func(r *result) float64 { return r.startup.Seconds() }, format: fmtDur},
-		{name: fmt.Sprintf("pod start p50 (%d sequential)", cfg.pods),
-			value: func(r *result) float64 { return percentile(r.seq, 50).Seconds() }, format: fmtDur},
-		{name: fmt.Sprintf("pod start p99 (%d sequential)", cfg.pods),
-			value: func(r *result) float64 { return percentile(r.seq, 99).Seconds() }, format: fmtDur},
-		{name: fmt.Sprintf("%d pods at once → all running", cfg.burst),
-			value: func(r *result) float64 { return r.burst.Seconds() }, format: fmtDur},
-		{name: fmt.Sprintf("RSS after the burst (%d pods)", n), noRaw: true,
-			value: func(r *result) float64 { return float64(r.rssKiB) / 1024 }, format: fmtMiB},
-		{name: "of which anonymous (RssAnon: heap, stacks)", noRaw: true,
-			value: func(r *result) float64 { return float64(r.anonKiB) / 1024 }, format: fmtMiB},
-		{name: "peak RSS (VmHWM)", noRaw: true,
-			value: func(r *result) float64 { return float64(r.hwmKiB) / 1024 }, format: fmtMiB},
-		{name: fmt.Sprintf("CPU over %.0f s idle (%d pods)", cfg.idle.Seconds(), n), noRaw: true,
-			value: func(r *result) float64 { return r.idleCPU }, format: fmtCPU},
-		{name: "containerd CPU, same window",
-			value: func(r *result) float64 { return r.runtimeIdleCPU }, format: fmtCPU},
-		{name: "containerd RSS after the burst",
-			value: func(r *result) float64 { return float64(r.runtimeRSSKiB) / 1024 }, format: fmtMiB},
-	}
-}
-
-// render builds the generated markdown section: environment, table, per-leg notes.
-func render(cfg config, env envInfo, results []*result) string {
-	by := bySubject(results)
-	var b strings.Builder
-	fmt.Fprintf(&b, "Run %s, mode %s, commit %s.\n\n", env.date, modeName(cfg.quick), orDash(env.commit))
-	fmt.Fprintf(&b, "Machine: %s, %d cores, %s RAM, kernel %s; runtime %s; upstream kubelet %s; nodelet %s.\n\n",
-		orDash(env.cpu), env.cores, orDash(env.mem), orDash(env.kernel), orDash(env.runtime), orDash(env.kubelet), orDash(env.nodelet))
-	b.WriteString("| metric | raw CRI | upstream kubelet | nodelet | nodelet / raw CRI | nodelet / upstream |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
-	for _, m := range metrics(cfg) {
-		cell := func(s string) string {
-			r := by[s]
-			if s == "raw" && m.noRaw {
-				return "—"
-			}
-			if missing := r.outcomeOf().missing(); missing != "" {
-				return missing
-			}
-			if (m.name == "containerd CPU, same window" || m.name == "containerd RSS after the burst") && cfg.runtimePID == 0 {
-				return "—"
-			}
-			return m.format(m.value(r))
-		}
-		ratio := func(base string) string {
-			if (base == "raw" && m.noRaw) || !by[base].outcomeOf().ok() || !by["nodelet"].outcomeOf().ok() {
-				return "—"
-			}
-			d := m.value(by[base])
-			if d == 0 {
-				return "—"
-			}
-			return fmt.Sprintf("%.2f×", m.value(by["nodelet"])/d)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", m.name, cell("raw"), cell("upstream"), cell("nodelet"), ratio("raw"), ratio("upstream"))
-	}
-	b.WriteString("\n")
-	for _, s := range []string{"raw", "upstream", "nodelet"} {
-		writeOutcomeNote(&b, s, by[s].outcomeOf(), func() string {
-			return fmt.Sprintf("sequential latencies (ms, in order): %s", msList(by[s].seq))
-		})
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
 // outcome is what every leg's result has: which subject ran, and whether it
 // produced figures.
 type outcome struct {
@@ -151,13 +63,6 @@ type outcome struct {
 	// load is /proc/loadavg (1, 5, 15 min) when the leg started: other work
 	// on the machine.
 	load string
-}
-
-func (r *result) outcomeOf() *outcome {
-	if r == nil {
-		return nil
-	}
-	return &r.outcome
 }
 
 func (r *clusterResult) outcomeOf() *outcome {
@@ -199,19 +104,19 @@ func writeOutcomeNote(b *strings.Builder, subject string, l *outcome, detail fun
 	}
 }
 
-func bySubject[R interface{ outcomeOf() *outcome }](results []R) map[string]R {
-	by := map[string]R{}
-	for _, r := range results {
-		by[r.outcomeOf().subject] = r
-	}
-	return by
-}
-
 func modeName(quick bool) string {
 	if quick {
 		return "quick (smoke test, not comparable with full runs)"
 	}
 	return "full"
+}
+
+// runsNote says how many runs each figure comes from.
+func runsNote(runs int) string {
+	if runs <= 1 {
+		return "one run"
+	}
+	return fmt.Sprintf("median of %d runs, their spread (min–max) in brackets", runs)
 }
 
 func orDash(s string) string {
@@ -260,4 +165,48 @@ func replaceSectionBetween(doc, beginMarker, endMarker, section string) (string,
 		return "", fmt.Errorf("generated-section markers are broken")
 	}
 	return doc[:i] + block + doc[j+len(endMarker):], nil
+}
+
+// resultsFile holds every section measured so far, outside the run's temp dir, rewritten after
+// every leg: a leg that fails, or a run that is killed, loses nothing measured before.
+type resultsFile struct {
+	path     string
+	header   string
+	names    []string
+	sections map[string]string
+}
+
+// newResultsFile names the run's file in dir; nil when dir is "".
+func newResultsFile(dir string, env envInfo) (*resultsFile, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results dir: %w", err)
+	}
+	return &resultsFile{
+		path:     filepath.Join(dir, "bench-"+time.Now().Format("20060102-150405")+".md"),
+		header:   fmt.Sprintf("# hack/bench results, %s, commit %s\n", env.date, orDash(env.commit)),
+		sections: map[string]string{},
+	}, nil
+}
+
+// put sets the section of mode name and rewrites the file; a write error is logged, not fatal:
+// the tables are printed at the end of each mode as well.
+func (f *resultsFile) put(name, section string) {
+	if f == nil {
+		return
+	}
+	if _, ok := f.sections[name]; !ok {
+		f.names = append(f.names, name)
+	}
+	f.sections[name] = section
+	var b strings.Builder
+	b.WriteString(f.header)
+	for _, n := range f.names {
+		fmt.Fprintf(&b, "\n## %s\n\n%s\n", n, f.sections[n])
+	}
+	if err := os.WriteFile(f.path, []byte(b.String()), 0o644); err != nil {
+		logf("WARNING: results file: %v", err)
+	}
 }

@@ -44,10 +44,10 @@ func TestPercentile(t *testing.T) {
 func TestRenderRatiosAndMissing(t *testing.T) {
 	cfg := config{pods: 2, burst: 3, idle: 10 * time.Second, runtimePID: 1}
 	seq := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}
-	res := []*result{
-		{outcome: outcome{subject: "raw"}, seq: seq, burst: time.Second},
-		{outcome: outcome{subject: "upstream"}, seq: seq, burst: 2 * time.Second, rssKiB: 100 << 10, idleCPU: 1},
-		{outcome: outcome{subject: "nodelet"}, seq: seq, burst: time.Second, rssKiB: 25 << 10, idleCPU: 0.5},
+	res := map[string][]*result{
+		"raw":      {{outcome: outcome{subject: "raw"}, seq: seq, burst: time.Second}},
+		"upstream": {{outcome: outcome{subject: "upstream"}, seq: seq, burst: 2 * time.Second, rssKiB: 100 << 10, idleCPU: 1}},
+		"nodelet":  {{outcome: outcome{subject: "nodelet"}, seq: seq, burst: time.Second, rssKiB: 25 << 10, idleCPU: 0.5}},
 	}
 	out := render(cfg, envInfo{}, res)
 	for _, want := range []string{"| 3 pods at once → all running | 1.00 s | 2.00 s | 1.00 s | 1.00× | 0.50× |", "25.0 MiB", "0.25×"} {
@@ -55,7 +55,7 @@ func TestRenderRatiosAndMissing(t *testing.T) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
 	}
-	res[2] = &result{outcome: outcome{subject: "nodelet", notAvailable: "not available: no binary"}}
+	res["nodelet"] = []*result{{outcome: outcome{subject: "nodelet", notAvailable: "not available: no binary"}}}
 	out = render(cfg, envInfo{}, res)
 	if !strings.Contains(out, "| n/a | — | — |") || !strings.Contains(out, "not available: no binary") {
 		t.Errorf("not-available leg not shown:\n%s", out)
@@ -77,9 +77,9 @@ func TestUnescapeMount(t *testing.T) {
 
 func TestRenderCluster(t *testing.T) {
 	cfg := config{pods: 2, deletes: 1}
-	res := []*clusterResult{
-		{outcome: outcome{subject: "upstream"}, ready: time.Second, api: []time.Duration{time.Second, time.Second}, mirrorCapped: true, del: []time.Duration{4 * time.Second}},
-		{outcome: outcome{subject: "nodelet"}, ready: 500 * time.Millisecond, api: []time.Duration{200 * time.Millisecond, 300 * time.Millisecond}, mirror: 900 * time.Millisecond, del: []time.Duration{3200 * time.Millisecond}},
+	res := map[string][]*clusterResult{
+		"upstream": {{outcome: outcome{subject: "upstream"}, ready: time.Second, api: []time.Duration{time.Second, time.Second}, mirrorCapped: true, del: []time.Duration{4 * time.Second}}},
+		"nodelet":  {{outcome: outcome{subject: "nodelet"}, ready: 500 * time.Millisecond, api: []time.Duration{200 * time.Millisecond, 300 * time.Millisecond}, mirror: 900 * time.Millisecond, del: []time.Duration{3200 * time.Millisecond}}},
 	}
 	out := renderCluster(cfg, envInfo{}, res)
 	for _, want := range []string{
