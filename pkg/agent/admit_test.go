@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -37,7 +38,7 @@ func TestAdmissionRefusesPod(t *testing.T) {
 	go func() { done <- a.Run(ctx) }()
 
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad"), staticPod("good")}}
-	eventually(t, "good pod running", func() bool {
+	poll.Eventually(t, "good pod running", func() bool {
 		st, ok := a.statuses.Get("good")
 		return ok && st.Phase == v1.PodRunning
 	})
@@ -52,7 +53,7 @@ func TestAdmissionRefusesPod(t *testing.T) {
 	// An edit never brings a refused pod to life.
 	updates <- config.PodUpdate{Op: config.UPDATE, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad")}}
 	updates <- config.PodUpdate{Op: config.REMOVE, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad")}}
-	eventually(t, "refused pod forgotten", func() bool { _, ok := a.statuses.Get("bad"); return !ok })
+	poll.Eventually(t, "refused pod forgotten", func() bool { _, ok := a.statuses.Get("bad"); return !ok })
 	if n := rt.count(rt.synced, "bad"); n != 0 {
 		t.Fatalf("refused pod synced %d times", n)
 	}
@@ -60,7 +61,7 @@ func TestAdmissionRefusesPod(t *testing.T) {
 	good := staticPod("bad")
 	good.Name = "fixed"
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{good}}
-	eventually(t, "fixed pod running", func() bool { return rt.count(rt.synced, "bad") > 0 })
+	poll.Eventually(t, "fixed pod running", func() bool { return rt.count(rt.synced, "bad") > 0 })
 	cancel()
 	<-done
 }
@@ -105,7 +106,7 @@ func TestFinishedAPIPodNotRunAgain(t *testing.T) {
 	}
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.ApiserverSource, Pods: []*v1.Pod{
 		apiPod("succeeded", v1.PodSucceeded), apiPod("failed", v1.PodFailed), apiPod("running", v1.PodRunning)}}
-	eventually(t, "running pod synced", func() bool { return rt.count(rt.synced, "running") > 0 })
+	poll.Eventually(t, "running pod synced", func() bool { return rt.count(rt.synced, "running") > 0 })
 	for _, uid := range []types.UID{"succeeded", "failed"} {
 		if n := rt.count(rt.synced, uid); n != 0 {
 			t.Errorf("finished pod %s synced %d times", uid, n)
@@ -116,7 +117,7 @@ func TestFinishedAPIPodNotRunAgain(t *testing.T) {
 	}
 	// Deleted from the API, it leaves the node like any refused pod.
 	updates <- config.PodUpdate{Op: config.REMOVE, Source: pod.ApiserverSource, Pods: []*v1.Pod{apiPod("succeeded", v1.PodSucceeded)}}
-	eventually(t, "finished pod forgotten", func() bool { _, ok := a.statuses.Get("succeeded"); return !ok })
+	poll.Eventually(t, "finished pod forgotten", func() bool { _, ok := a.statuses.Get("succeeded"); return !ok })
 	cancel()
 	<-done
 }
@@ -134,7 +135,7 @@ func TestAdmissionStopsWhatRunsOfARefusedPod(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad")}}
-	eventually(t, "refused pod's containers stopped", func() bool { return rt.count(rt.killed, "bad") == 1 })
+	poll.Eventually(t, "refused pod's containers stopped", func() bool { return rt.count(rt.killed, "bad") == 1 })
 	if st, _ := a.statuses.Get("bad"); st.Phase != v1.PodFailed {
 		t.Fatalf("status %+v", st)
 	}

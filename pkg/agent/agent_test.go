@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -136,17 +137,6 @@ func mustNew(t *testing.T, cfg Config, deps Deps) *Agent {
 	return a
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestAgentRunsAndRemovesPods(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -161,7 +151,7 @@ func TestAgentRunsAndRemovesPods(t *testing.T) {
 	}
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.HTTPSource} // empty source
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("a")}}
-	eventually(t, "pod running in status", func() bool {
+	poll.Eventually(t, "pod running in status", func() bool {
 		ps := a.Pods()
 		return len(ps) == 1 && ps[0].Status.Phase == v1.PodRunning
 	})
@@ -170,10 +160,10 @@ func TestAgentRunsAndRemovesPods(t *testing.T) {
 	}
 
 	updates <- config.PodUpdate{Op: config.REMOVE, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("a")}}
-	eventually(t, "pod killed", func() bool { return rt.count(rt.killed, "a") == 1 })
-	eventually(t, "pod gone from /pods", func() bool { return len(a.Pods()) == 0 })
+	poll.Eventually(t, "pod killed", func() bool { return rt.count(rt.killed, "a") == 1 })
+	poll.Eventually(t, "pod gone from /pods", func() bool { return len(a.Pods()) == 0 })
 	if _, ok := a.statuses.Get("a"); ok {
-		eventually(t, "status forgotten", func() bool { _, ok := a.statuses.Get("a"); return !ok })
+		poll.Eventually(t, "status forgotten", func() bool { _, ok := a.statuses.Get("a"); return !ok })
 	}
 	cancel()
 	<-done
@@ -301,7 +291,7 @@ func TestSlowFirstSyncPublishesPendingStatus(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("slow")}}
-	eventually(t, "pending status during the sync", func() bool {
+	poll.Eventually(t, "pending status during the sync", func() bool {
 		st, ok := a.statuses.Get("slow")
 		if !ok || st.Phase != v1.PodPending || len(st.ContainerStatuses) != 1 {
 			return false
@@ -310,7 +300,7 @@ func TestSlowFirstSyncPublishesPendingStatus(t *testing.T) {
 		return w != nil && w.Reason == "ContainerCreating"
 	})
 	close(rt.gate)
-	eventually(t, "running status after the sync", func() bool {
+	poll.Eventually(t, "running status after the sync", func() bool {
 		st, ok := a.statuses.Get("slow")
 		return ok && st.Phase == v1.PodRunning
 	})

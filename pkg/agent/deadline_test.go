@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -32,8 +33,8 @@ func TestActiveDeadlineFailsAndStopsThePod(t *testing.T) {
 	one := int64(1)
 	p.Spec.ActiveDeadlineSeconds = &one
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{p}}
-	eventually(t, "pod killed at its deadline", func() bool { return rt.count(rt.killed, "d") > 0 })
-	eventually(t, "pod Failed", func() bool {
+	poll.Eventually(t, "pod killed at its deadline", func() bool { return rt.count(rt.killed, "d") > 0 })
+	poll.Eventually(t, "pod Failed", func() bool {
 		st, ok := a.statuses.Get("d")
 		return ok && st.Phase == v1.PodFailed && st.Reason == status.ReasonDeadlineExceeded
 	})

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -81,7 +82,7 @@ func TestProbesAndTermination(t *testing.T) {
 	p := staticPod("a")
 	p.Annotations[pod.ConfigSourceAnnotationKey] = pod.ApiserverSource
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.ApiserverSource, Pods: []*v1.Pod{p}}
-	eventually(t, "pod running", func() bool {
+	poll.Eventually(t, "pod running", func() bool {
 		ss := rec.all()
 		return len(ss) > 0 && ss[len(ss)-1].Phase == v1.PodRunning
 	})
@@ -96,8 +97,8 @@ func TestProbesAndTermination(t *testing.T) {
 	deleting.DeletionTimestamp = &now
 	before := len(rec.all())
 	updates <- config.PodUpdate{Op: config.DELETE, Source: pod.ApiserverSource, Pods: []*v1.Pod{deleting}}
-	eventually(t, "pod killed", func() bool { return rt.count(rt.killed, "a") == 1 })
-	eventually(t, "statuses after the kill", func() bool { return len(rec.all()) >= before+2 })
+	poll.Eventually(t, "pod killed", func() bool { return rt.count(rt.killed, "a") == 1 })
+	poll.Eventually(t, "statuses after the kill", func() bool { return len(rec.all()) >= before+2 })
 	first := rec.all()[before]
 	if first.Phase != v1.PodRunning || condStatus(first, v1.PodReady) != v1.ConditionFalse {
 		t.Fatalf("status published before the kill: phase %s Ready %s", first.Phase, condStatus(first, v1.PodReady))

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -71,7 +72,7 @@ func TestWakeupsFromOtherGoroutines(t *testing.T) {
 			updates <- config.PodUpdate{Op: config.REMOVE, Source: pod.FileSource, Pods: []*v1.Pod{refused}}
 		}
 	}
-	eventually(t, "every admitted pod synced", func() bool {
+	poll.Eventually(t, "every admitted pod synced", func() bool {
 		for i := range n {
 			if rt.count(rt.synced, types.UID(fmt.Sprintf("a%d", i))) == 0 {
 				return false
@@ -85,7 +86,7 @@ func TestWakeupsFromOtherGoroutines(t *testing.T) {
 	// A request for a pod in sync runs one more sync; refused pods never run.
 	before := rt.count(rt.synced, "a1")
 	wake.Resync("a1")
-	eventually(t, "a resync request reaches the worker", func() bool { return rt.count(rt.synced, "a1") > before })
+	poll.Eventually(t, "a resync request reaches the worker", func() bool { return rt.count(rt.synced, "a1") > before })
 	for i := range n {
 		if c := rt.count(rt.synced, types.UID(fmt.Sprintf("r%d", i))); c != 0 {
 			t.Fatalf("refused pod r%d synced %d times", i, c)
