@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/pod"
 )
 
@@ -170,9 +171,7 @@ func TestSyncPodSlowPull(t *testing.T) {
 	go func() { done <- h.s.SyncPod(context.Background(), p, nil).Err }()
 	for i := 1; i <= 3; i++ {
 		// Wait for the progress timer before stepping the fake clock.
-		for !h.clock.HasWaiters() {
-			time.Sleep(time.Millisecond)
-		}
+		poll.Eventually(t, "the pull progress timer", h.clock.HasWaiters)
 		h.clock.Step(DefaultPullProgressInterval)
 		if got := <-progress; got != time.Duration(i)*DefaultPullProgressInterval {
 			t.Fatalf("progress report %d: elapsed %v", i, got)
