@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
@@ -160,17 +161,21 @@ func (e *env) cleanup(t *testing.T, pod *v1.Pod) {
 // waitFor polls the pod status until cond holds.
 func (e *env) waitFor(t *testing.T, pod *v1.Pod, what string, cond func(*runtime.PodStatus) bool) *runtime.PodStatus {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := e.status(t, pod)
-		if cond(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; status: %s", what, describe(st))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var st *runtime.PodStatus
+	poll.Until(t, 20*time.Second, 50*time.Millisecond, what, func() (bool, string) {
+		st = e.status(t, pod)
+		return cond(st), describe(st)
+	})
+	return st
+}
+
+// waitLog polls a container log until it contains want.
+func waitLog(t *testing.T, path, want string) {
+	t.Helper()
+	poll.Until(t, 5*time.Second, 50*time.Millisecond, fmt.Sprintf("log %s to contain %q", path, want), func() (bool, string) {
+		b, _ := os.ReadFile(path)
+		return strings.Contains(string(b), want), fmt.Sprintf("%q", b)
+	})
 }
 
 func describe(st *runtime.PodStatus) string {
@@ -296,19 +301,7 @@ func TestPodNetwork(t *testing.T) {
 	if sb.HostNetwork || !cidr.Contains(net.ParseIP(sb.IP)) || st.PodIP() != sb.IP {
 		t.Fatalf("sandbox = %+v, want an IP in %s", sb, cidr)
 	}
-	logPath := st.LatestContainer("main").LogPath
-	want := fmt.Sprintf("ip=%s name=%s", sb.IP, pod.Name)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, _ := os.ReadFile(logPath)
-		if strings.Contains(string(b), want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log %s = %q, want it to contain %q", logPath, b, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitLog(t, st.LatestContainer("main").LogPath, fmt.Sprintf("ip=%s name=%s", sb.IP, pod.Name))
 	// What stats reads of the pod: the sandbox process (its network
 	// namespace) and, where the runtime can, the pod's own figures.
 	if pid, err := e.c.SandboxPID(context.Background(), sb.ID); err != nil {
@@ -331,21 +324,23 @@ func TestPodNetwork(t *testing.T) {
 func TestKillHonoursGracePeriod(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
+	// Each shell says "trapped" once its trap is set, so that the kill
+	// below cannot come before it.
 	// Exits 3 s after SIGTERM: the kill takes ~3 s, though grace is 30 s.
-	polite := newPod(t, true, shell("polite", "trap 'sleep 3; exit 0' TERM; sleep 3600 & wait"))
+	polite := newPod(t, true, shell("polite", "trap 'sleep 3; exit 0' TERM; echo trapped; sleep 3600 & wait"))
 	polite.Name += "-polite"
 	// Ignores SIGTERM: killed when its 2 s grace period ends.
-	stubborn := newPod(t, true, shell("stubborn", "trap '' TERM; while true; do sleep 1; done"))
+	stubborn := newPod(t, true, shell("stubborn", "trap '' TERM; echo trapped; while true; do sleep 1; done"))
 	stubborn.Name += "-stubborn"
 	two := int64(2)
 	stubborn.Spec.TerminationGracePeriodSeconds = &two
 	for _, p := range []*v1.Pod{polite, stubborn} {
 		e.cleanup(t, p)
 		e.sync(t, p)
-		e.waitFor(t, p, "running", running(p.Spec.Containers[0].Name))
+		name := p.Spec.Containers[0].Name
+		st := e.waitFor(t, p, "running", running(name))
+		waitLog(t, st.LatestContainer(name).LogPath, "trapped")
 	}
-	// Give the shells a moment to install their traps.
-	time.Sleep(300 * time.Millisecond)
 	e.metrics.take()
 
 	type result struct {
@@ -406,15 +401,24 @@ func TestRestartAndCrashLoopBackOff(t *testing.T) {
 	}
 	e.waitFor(t, pod, "second exit", exited("crash", 1))
 	// Then it backs off 1 s.
+	inBackoff := time.Now()
 	res := e.syncer.SyncPod(context.Background(), pod, e.status(t, pod))
 	w := res.Waiting["crash"]
 	if w.Reason != podsync.ReasonCrashLoopBackOff || !strings.Contains(w.Message, "back-off 1s restarting failed container=crash") ||
 		res.RetryAfter <= 0 || res.RetryAfter > time.Second {
 		t.Fatalf("sync in back-off = %+v", res)
 	}
-	time.Sleep(res.RetryAfter)
-	if res := e.sync(t, pod); len(res.Waiting) != 0 {
-		t.Fatalf("restart after back-off: %+v", res)
+	// Resync, as the worker would, until the back-off lets the restart
+	// through; not before RetryAfter has passed (give or take the
+	// difference between the wall clock the runtime stamps exits with and
+	// the monotonic one measured here).
+	backoff := res.RetryAfter
+	poll.Until(t, 5*time.Second, 50*time.Millisecond, "restart after back-off", func() (bool, string) {
+		res = e.sync(t, pod)
+		return len(res.Waiting) == 0, fmt.Sprintf("%+v", res)
+	})
+	if waited := time.Since(inBackoff); waited < backoff-10*time.Millisecond {
+		t.Fatalf("restarted after %v, before the back-off of %v ended", waited, backoff)
 	}
 	st := e.waitFor(t, pod, "third exit", exited("crash", 2))
 	// The steady container was never touched.
