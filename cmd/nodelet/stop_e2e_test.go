@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/options"
 )
@@ -57,7 +58,6 @@ spec:
 		"--kubeconfig", cluster.NodeKubeconfig,
 		"--container-runtime-endpoint", rt.Endpoint,
 		"--root-dir", filepath.Join(dir, "root"),
-		"--pod-logs-dir", filepath.Join(dir, "logs"),
 		"--pod-manifest-path", manifests,
 		"--hostname-override", framework.NodeName,
 		"--read-only-port", strconv.Itoa(readOnly),
@@ -72,6 +72,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.PodLogsDir = filepath.Join(dir, "logs") // config file only: no flag
 
 	admin := adminClient(t, cluster.AdminKubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -135,20 +136,17 @@ spec:
 // exists, so that every part of nodelet has work under way at the stop.
 func waitReady(t *testing.T, ctx context.Context, admin kube.Interface, readOnly int, done <-chan error) {
 	t.Helper()
-	for {
-		p, err := admin.Pods("default").Get(ctx, "busy", metav1.GetOptions{})
-		_, mirrorErr := admin.Pods("default").Get(ctx, "static-web-"+framework.NodeName, metav1.GetOptions{})
-		if err == nil && mirrorErr == nil && podReady(p) {
-			return
-		}
+	deadline, _ := ctx.Deadline()
+	poll.Within(t, time.Until(deadline), "the API pod ready and the static pod's mirror", func() (bool, string) {
 		select {
 		case err := <-done:
 			t.Fatalf("nodelet stopped early: %v", err)
-		case <-ctx.Done():
-			t.Fatalf("pods not ready: %v %v; read-only port %d", err, mirrorErr, readOnly)
-		case <-time.After(200 * time.Millisecond):
+		default:
 		}
-	}
+		p, err := admin.Pods("default").Get(ctx, "busy", metav1.GetOptions{})
+		_, mirrorErr := admin.Pods("default").Get(ctx, "static-web-"+framework.NodeName, metav1.GetOptions{})
+		return err == nil && mirrorErr == nil && podReady(p), fmt.Sprintf("%v %v; read-only port %d", err, mirrorErr, readOnly)
+	})
 }
 
 func podReady(p *v1.Pod) bool {
