@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -46,6 +47,8 @@ type probeEnv struct {
 	events  *record.FakeRecorder
 }
 
+// newProbeEnv runs a manager until the test ends. Tests call it inside
+// synctest.Test, so the probe periods pass in fake time, not real.
 func newProbeEnv(t *testing.T) *probeEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &probeEnv{exec: &switchExec{exit: map[string]int32{}}, changes: make(chan types.UID, 100), events: record.NewFakeRecorder(100)}
@@ -77,93 +80,99 @@ func running(name, id string) *runtime.ContainerStatus {
 }
 
 func TestManagerReadinessAndLiveness(t *testing.T) {
-	e := newProbeEnv(t)
-	// Readiness fails until the first look: the first probe may run
-	// before it.
-	e.exec.set("ready", 1)
-	e.exec.set("live", 0)
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}, Spec: v1.PodSpec{Containers: []v1.Container{
-		{Name: "c", ReadinessProbe: execProbe("ready"), LivenessProbe: execProbe("live")},
-	}}}
-	rs := &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("c", "id1")}}
-	e.m.Observe(pod, rs, "10.0.0.1")
-	if v := e.m.View("u1"); v.Ready("c", "id1") || !v.Started("c", "id1") {
-		t.Fatalf("before any probe: %+v, want started and not ready", v)
-	}
-	e.exec.set("ready", 0)
-	e.waitFor(t, "u1", "ready", func(v View) bool { return v.Ready("c", "id1") })
+	synctest.Test(t, func(t *testing.T) {
+		e := newProbeEnv(t)
+		// Readiness fails until the first look: the first probe may run
+		// before it.
+		e.exec.set("ready", 1)
+		e.exec.set("live", 0)
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}, Spec: v1.PodSpec{Containers: []v1.Container{
+			{Name: "c", ReadinessProbe: execProbe("ready"), LivenessProbe: execProbe("live")},
+		}}}
+		rs := &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("c", "id1")}}
+		e.m.Observe(pod, rs, "10.0.0.1")
+		if v := e.m.View("u1"); v.Ready("c", "id1") || !v.Started("c", "id1") {
+			t.Fatalf("before any probe: %+v, want started and not ready", v)
+		}
+		e.exec.set("ready", 0)
+		e.waitFor(t, "u1", "ready", func(v View) bool { return v.Ready("c", "id1") })
 
-	e.exec.set("ready", 1)
-	e.waitFor(t, "u1", "not ready", func(v View) bool { return !v.Ready("c", "id1") })
+		e.exec.set("ready", 1)
+		e.waitFor(t, "u1", "not ready", func(v View) bool { return !v.Ready("c", "id1") })
 
-	e.exec.set("live", 1)
-	v := e.waitFor(t, "u1", "liveness failure", func(v View) bool { return v.Unhealthy("c", "id1") != "" })
-	if got := v.Unhealthy("c", "id1"); got != "liveness" {
-		t.Fatalf("Unhealthy = %q", got)
-	}
-	if !hasEvent(e.events, "Warning Unhealthy Liveness probe failed: live said no") {
-		t.Fatal("no Unhealthy event for the liveness failure")
-	}
+		e.exec.set("live", 1)
+		v := e.waitFor(t, "u1", "liveness failure", func(v View) bool { return v.Unhealthy("c", "id1") != "" })
+		if got := v.Unhealthy("c", "id1"); got != "liveness" {
+			t.Fatalf("Unhealthy = %q", got)
+		}
+		if !hasEvent(e.events, "Warning Unhealthy Liveness probe failed: live said no") {
+			t.Fatal("no Unhealthy event for the liveness failure")
+		}
 
-	// The restarted instance starts over.
-	e.exec.set("live", 0)
-	e.exec.set("ready", 0)
-	rs = &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("c", "id2")}}
-	e.m.Observe(pod, rs, "10.0.0.1")
-	e.waitFor(t, "u1", "new instance ready", func(v View) bool { return v["c"].ID == "id2" && v.Ready("c", "id2") && v.Unhealthy("c", "id2") == "" })
+		// The restarted instance starts over.
+		e.exec.set("live", 0)
+		e.exec.set("ready", 0)
+		rs = &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("c", "id2")}}
+		e.m.Observe(pod, rs, "10.0.0.1")
+		e.waitFor(t, "u1", "new instance ready", func(v View) bool { return v["c"].ID == "id2" && v.Ready("c", "id2") && v.Unhealthy("c", "id2") == "" })
 
-	e.m.Remove("u1")
-	if v := e.m.View("u1"); v != nil {
-		t.Fatalf("view after Remove: %+v", v)
-	}
+		e.m.Remove("u1")
+		if v := e.m.View("u1"); v != nil {
+			t.Fatalf("view after Remove: %+v", v)
+		}
+	})
 }
 
 func TestManagerStartupGating(t *testing.T) {
-	e := newProbeEnv(t)
-	e.exec.set("start", 1)
-	e.exec.set("ready", 0)
-	p := execProbe("start")
-	p.FailureThreshold = 1000 // keeps failing without giving up
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u2"}, Spec: v1.PodSpec{Containers: []v1.Container{
-		{Name: "c", StartupProbe: p, ReadinessProbe: execProbe("ready")},
-	}}}
-	e.m.Observe(pod, &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("c", "id1")}}, "")
-	// Failed startup probes: the readiness probe must not have run.
-	waitEvent(t, e.events, "Warning Unhealthy Startup probe failed: start said no")
-	if v := e.m.View("u2"); v.Started("c", "id1") || v.Ready("c", "id1") {
-		t.Fatalf("while the startup probe fails: %+v", v)
-	}
-	e.exec.set("start", 0)
-	e.waitFor(t, "u2", "started and ready", func(v View) bool { return v.Started("c", "id1") && v.Ready("c", "id1") })
+	synctest.Test(t, func(t *testing.T) {
+		e := newProbeEnv(t)
+		e.exec.set("start", 1)
+		e.exec.set("ready", 0)
+		p := execProbe("start")
+		p.FailureThreshold = 1000 // keeps failing without giving up
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u2"}, Spec: v1.PodSpec{Containers: []v1.Container{
+			{Name: "c", StartupProbe: p, ReadinessProbe: execProbe("ready")},
+		}}}
+		e.m.Observe(pod, &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("c", "id1")}}, "")
+		// Failed startup probes: the readiness probe must not have run.
+		waitEvent(t, e.events, "Warning Unhealthy Startup probe failed: start said no")
+		if v := e.m.View("u2"); v.Started("c", "id1") || v.Ready("c", "id1") {
+			t.Fatalf("while the startup probe fails: %+v", v)
+		}
+		e.exec.set("start", 0)
+		e.waitFor(t, "u2", "started and ready", func(v View) bool { return v.Started("c", "id1") && v.Ready("c", "id1") })
+	})
 }
 
 func TestManagerTerminatingStopsLiveness(t *testing.T) {
-	e := newProbeEnv(t)
-	e.exec.set("live", 1)
-	p := execProbe("live")
-	p.InitialDelaySeconds = 3600
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u3"}, Spec: v1.PodSpec{Containers: []v1.Container{
-		{Name: "c", LivenessProbe: p, ReadinessProbe: execProbe("ready")},
-	}}}
-	rs := &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("c", "id1")}}
-	e.m.Observe(pod, rs, "")
-	e.m.mu.Lock()
-	n := len(e.m.pods["u3"].containers["c"].workers)
-	e.m.mu.Unlock()
-	if n != 2 {
-		t.Fatalf("%d workers, want 2", n)
-	}
-	deleting := pod.DeepCopy()
-	now := metav1.Now()
-	deleting.DeletionTimestamp = &now
-	e.m.Observe(deleting, rs, "")
-	e.m.mu.Lock()
-	_, live := e.m.pods["u3"].containers["c"].workers[Liveness]
-	_, ready := e.m.pods["u3"].containers["c"].workers[Readiness]
-	e.m.mu.Unlock()
-	if live || !ready {
-		t.Fatalf("terminating pod: liveness worker %v (want gone), readiness worker %v (want kept)", live, ready)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		e := newProbeEnv(t)
+		e.exec.set("live", 1)
+		p := execProbe("live")
+		p.InitialDelaySeconds = 3600
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u3"}, Spec: v1.PodSpec{Containers: []v1.Container{
+			{Name: "c", LivenessProbe: p, ReadinessProbe: execProbe("ready")},
+		}}}
+		rs := &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("c", "id1")}}
+		e.m.Observe(pod, rs, "")
+		e.m.mu.Lock()
+		n := len(e.m.pods["u3"].containers["c"].workers)
+		e.m.mu.Unlock()
+		if n != 2 {
+			t.Fatalf("%d workers, want 2", n)
+		}
+		deleting := pod.DeepCopy()
+		now := metav1.Now()
+		deleting.DeletionTimestamp = &now
+		e.m.Observe(deleting, rs, "")
+		e.m.mu.Lock()
+		_, live := e.m.pods["u3"].containers["c"].workers[Liveness]
+		_, ready := e.m.pods["u3"].containers["c"].workers[Readiness]
+		e.m.mu.Unlock()
+		if live || !ready {
+			t.Fatalf("terminating pod: liveness worker %v (want gone), readiness worker %v (want kept)", live, ready)
+		}
+	})
 }
 
 func hasEvent(r *record.FakeRecorder, want string) bool {
