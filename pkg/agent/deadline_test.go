@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -18,34 +19,37 @@ import (
 
 // TestActiveDeadlineFailsAndStopsThePod: a pod past activeDeadlineSeconds
 // is stopped and Failed with DeadlineExceeded, without waiting for a
-// resync (its worker is asked to sync when the deadline passes).
+// resync (its worker is asked to sync when the deadline passes). The
+// deadline passes in fake time.
 func TestActiveDeadlineFailsAndStopsThePod(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rt := newFakeRuntime()
-	ev := &eventingRuntime{fakeRuntime: rt}
-	updates := make(chan config.PodUpdate, 10)
-	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour, ResyncPeriod: time.Hour}, Deps{Runtime: ev, Relister: &fakeRelister{changed: make(chan pleg.Change)}, Updates: updates, Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
-	done := make(chan error)
-	go func() { done <- a.Run(ctx) }()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		rt := newFakeRuntime()
+		ev := &eventingRuntime{fakeRuntime: rt}
+		updates := make(chan config.PodUpdate, 10)
+		a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour, ResyncPeriod: time.Hour}, Deps{Runtime: ev, Relister: &fakeRelister{changed: make(chan pleg.Change)}, Updates: updates, Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
+		done := make(chan error)
+		go func() { done <- a.Run(ctx) }()
 
-	p := staticPod("d")
-	one := int64(1)
-	p.Spec.ActiveDeadlineSeconds = &one
-	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{p}}
-	poll.Eventually(t, "pod killed at its deadline", func() bool { return rt.count(rt.killed, "d") > 0 })
-	poll.Eventually(t, "pod Failed", func() bool {
-		st, ok := a.statuses.Get("d")
-		return ok && st.Phase == v1.PodFailed && st.Reason == status.ReasonDeadlineExceeded
+		p := staticPod("d")
+		one := int64(1)
+		p.Spec.ActiveDeadlineSeconds = &one
+		updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{p}}
+		poll.Eventually(t, "pod killed at its deadline", func() bool { return rt.count(rt.killed, "d") > 0 })
+		poll.Eventually(t, "pod Failed", func() bool {
+			st, ok := a.statuses.Get("d")
+			return ok && st.Phase == v1.PodFailed && st.Reason == status.ReasonDeadlineExceeded
+		})
+		if got := ev.take(); len(got) != 1 || got[0] != "Normal DeadlineExceeded "+status.MessageDeadlineExceeded {
+			t.Errorf("events %q, want one DeadlineExceeded", got)
+		}
+		if rt.count(rt.synced, "d") != 1 {
+			t.Errorf("pod synced %d times, want once before its deadline", rt.count(rt.synced, "d"))
+		}
+		cancel()
+		<-done
 	})
-	if got := ev.take(); len(got) != 1 || got[0] != "Normal DeadlineExceeded "+status.MessageDeadlineExceeded {
-		t.Errorf("events %q, want one DeadlineExceeded", got)
-	}
-	if rt.count(rt.synced, "d") != 1 {
-		t.Errorf("pod synced %d times, want once before its deadline", rt.count(rt.synced, "d"))
-	}
-	cancel()
-	<-done
 }
 
 // eventingRuntime is a fakeRuntime that records pod events.
