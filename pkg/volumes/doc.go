@@ -1,7 +1,9 @@
-// Package volumes makes pod volumes on the node. emptyDir and hostPath
-// volumes are set up by SetUpBuiltin (builtin.go). The rest of this package
-// is about the volumes whose content comes from the API server or the pod
-// itself: configMap, secret, downwardAPI and projected volumes
+// Package volumes makes pod volumes on the node, one Plugin per volume
+// type (plugin.go): emptyDir (emptydir.go) and hostPath (hostpath.go), which
+// the node makes by itself, and the four types whose content comes from the
+// API server or the pod itself (apiplugins.go), which share a Provider.
+// The rest of this package is about those: configMap, secret, downwardAPI
+// and projected volumes
 // (service-account tokens through the TokenRequest API, config maps,
 // secrets, downward API fields), such as the kube-api-access-* volume the
 // ServiceAccount admission plugin adds to every pod. A plain configMap,
