@@ -11,8 +11,8 @@ type Kind string
 
 // The kinds a pod references by name.
 const (
-	ConfigMap Kind = "configmap"
-	Secret    Kind = "secret"
+	ConfigMap Kind = criconfig.KindConfigMap
+	Secret    Kind = criconfig.KindSecret
 )
 
 // Ref is an API object a pod's volumes, environment or image pulls read.
@@ -52,24 +52,8 @@ func PodRefs(p *v1.Pod) []Ref {
 		}
 	}
 	for _, c := range criconfig.AllContainers(p) {
-		for _, e := range c.EnvFrom {
-			switch {
-			case e.ConfigMapRef != nil:
-				add(ConfigMap, e.ConfigMapRef.Name)
-			case e.SecretRef != nil:
-				add(Secret, e.SecretRef.Name)
-			}
-		}
-		for _, e := range c.Env {
-			if e.ValueFrom == nil {
-				continue
-			}
-			switch {
-			case e.ValueFrom.ConfigMapKeyRef != nil:
-				add(ConfigMap, e.ValueFrom.ConfigMapKeyRef.Name)
-			case e.ValueFrom.SecretKeyRef != nil:
-				add(Secret, e.ValueFrom.SecretKeyRef.Name)
-			}
+		for _, r := range criconfig.EnvObjectRefs(c) {
+			add(Kind(r.Kind), r.Name)
 		}
 	}
 	for _, ref := range p.Spec.ImagePullSecrets {
