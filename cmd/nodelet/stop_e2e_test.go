@@ -57,7 +57,6 @@ spec:
 		"--kubeconfig", cluster.NodeKubeconfig,
 		"--container-runtime-endpoint", rt.Endpoint,
 		"--root-dir", filepath.Join(dir, "root"),
-		"--pod-logs-dir", filepath.Join(dir, "logs"),
 		"--pod-manifest-path", manifests,
 		"--hostname-override", framework.NodeName,
 		"--read-only-port", strconv.Itoa(readOnly),
@@ -72,6 +71,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.PodLogsDir = filepath.Join(dir, "logs") // podLogsDir is config-file only
 
 	admin := adminClient(t, cluster.AdminKubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
