@@ -114,11 +114,11 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		if volumeProvider, err = cl.volumeProvider(pods, allocatable, wakeups.Resync); err != nil {
 			return nil, err
 		}
-		add(loop("volumes", volumeProvider.Run))
+		add(component{"volumes", volumeProvider.Run})
 		syncOpts.Volumes = volumeProvider
-		syncOpts.Objects = volumeProvider
+		syncOpts.Objects = volumeProvider.Objects()
 		services := cl.serviceEnv()
-		add(loop("service environment", services.Run))
+		add(component{"service environment", services.Run})
 		configOpts.ServiceEnv = services.PodVars
 		syncOpts.RuntimeClasses = runtimeClasses{cl.client}
 	}

@@ -14,11 +14,6 @@ type component struct {
 	run  func(ctx context.Context) error
 }
 
-// loop adapts a Run(ctx) that returns only once its goroutines stopped.
-func loop(name string, run func(ctx context.Context)) component {
-	return component{name: name, run: func(ctx context.Context) error { run(ctx); return nil }}
-}
-
 // runComponents runs every component until ctx ends or one of them stops:
 // nodelet is whole or not at all, so the first to stop stops the others.
 // It returns once all have returned, with the first error.

@@ -119,8 +119,12 @@ func NewSource(client kube.Interface) *Source {
 	return &Source{store: store, ctrl: ctrl, synced: ctrl.HasSynced}
 }
 
-// Run feeds the Source until ctx is done.
-func (s *Source) Run(ctx context.Context) { s.ctrl.RunWithContext(ctx) }
+// Run feeds the Source until ctx is done. It returns once the informer
+// (which waits for its own reflector) has stopped.
+func (s *Source) Run(ctx context.Context) error {
+	s.ctrl.RunWithContext(ctx)
+	return nil
+}
 
 // errNotSynced: upstream does not start a container before it has read
 // the services once either.

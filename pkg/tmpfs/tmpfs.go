@@ -80,27 +80,46 @@ func UnmountPod(root, uid string) error {
 	}
 	var errs []error
 	for _, t := range types {
-		if !t.IsDir() {
+		if t.IsDir() {
+			errs = append(errs, unmountVolumes(filepath.Join(base, t.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UnmountPlugin is UnmountPod for the volumes of one plugin
+// (layout.PluginEmptyDir, ...) only.
+func UnmountPlugin(root, uid, plugin string) error {
+	if root == "" || uid == "" {
+		return nil
+	}
+	err := unmountVolumes(layout.PluginDir(root, types.UID(uid), plugin))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// unmountVolumes unmounts every mount point directly in a plugin
+// directory.
+func unmountVolumes(dir string) error {
+	vols, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, v := range vols {
+		if !v.IsDir() {
 			continue
 		}
-		vols, err := os.ReadDir(filepath.Join(base, t.Name()))
-		if err != nil {
+		vol := filepath.Join(dir, v.Name())
+		mounted, err := mountinfo.Mounted(vol)
+		if err != nil || !mounted {
 			errs = append(errs, err)
 			continue
 		}
-		for _, v := range vols {
-			if !v.IsDir() {
-				continue
-			}
-			dir := filepath.Join(base, t.Name(), v.Name())
-			mounted, err := mountinfo.Mounted(dir)
-			if err != nil || !mounted {
-				errs = append(errs, err)
-				continue
-			}
-			if err := unix.Unmount(dir, unix.UMOUNT_NOFOLLOW); err != nil {
-				errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
-			}
+		if err := unix.Unmount(vol, unix.UMOUNT_NOFOLLOW); err != nil {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", vol, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -13,7 +13,8 @@ import (
 )
 
 // TestEnsureAndUnmount mounts for real (root): Ensure mounts once and is a
-// no-op on a mount point, and UnmountPod takes the mount away.
+// no-op on a mount point, UnmountPlugin takes away the mounts of its
+// plugin only, and UnmountPod every one of the pod.
 func TestEnsureAndUnmount(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
@@ -22,7 +23,7 @@ func TestEnsureAndUnmount(t *testing.T) {
 		t.Skip("needs root to mount")
 	}
 	root := t.TempDir()
-	dir := layout.VolumeDir(root, "u", "kubernetes.io~secret", "s")
+	dir := layout.VolumeDir(root, "u", layout.PluginSecret, "s")
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 	for i := 0; i < 2; i++ {
 		if err := Ensure(dir, 0o1777, 1<<20); err != nil {
@@ -32,6 +33,21 @@ func TestEnsureAndUnmount(t *testing.T) {
 	infos, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(dir))
 	if err != nil || len(infos) != 1 || infos[0].FSType != "tmpfs" {
 		t.Fatalf("mounts at %s after two Ensure calls: %v %v, want one tmpfs", dir, infos, err)
+	}
+	if err := UnmountPlugin(root, "u", layout.PluginConfigMap); err != nil {
+		t.Fatalf("UnmountPlugin of another plugin: %v", err)
+	}
+	if m, err := mountinfo.Mounted(dir); err != nil || !m {
+		t.Fatalf("not mounted after UnmountPlugin of another plugin: %v %v", m, err)
+	}
+	if err := UnmountPlugin(root, "u", layout.PluginSecret); err != nil {
+		t.Fatalf("UnmountPlugin: %v", err)
+	}
+	if m, err := mountinfo.Mounted(dir); err != nil || m {
+		t.Fatalf("still mounted after UnmountPlugin: %v %v", m, err)
+	}
+	if err := Ensure(dir, 0o1777, 1<<20); err != nil {
+		t.Fatalf("Ensure again: %v", err)
 	}
 	if err := UnmountPod(root, "u"); err != nil {
 		t.Fatalf("UnmountPod: %v", err)

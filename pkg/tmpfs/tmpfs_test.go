@@ -37,6 +37,12 @@ func TestUnmountPodWithoutMounts(t *testing.T) {
 	if err := UnmountPod(root, "u"); err != nil {
 		t.Fatalf("plain directories: %v", err)
 	}
+	if err := UnmountPlugin(root, "u", layout.PluginSecret); err != nil {
+		t.Fatalf("plain directories of the plugin: %v", err)
+	}
+	if err := UnmountPlugin(root, "u", layout.PluginConfigMap); err != nil {
+		t.Fatalf("plugin without a directory: %v", err)
+	}
 	if m, err := mountinfo.Mounted(root); err != nil || m {
 		t.Logf("temp dir is a mount point here (%v, %v)", m, err)
 	}

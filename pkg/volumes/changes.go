@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,34 +91,4 @@ func setGroupRoot(dir string, gid int) error {
 		return fmt.Errorf("set group of %s: %w", dir, err)
 	}
 	return os.Chmod(dir, 0o755|os.ModeSetgid)
-}
-
-// envReadTimeout bounds a read of an object for an env var: container
-// creation waits for it.
-const envReadTimeout = 10 * time.Second
-
-// ConfigMap reads a config map pod's environment refers to (it implements
-// podsync.ObjectSource). The pod's references are watched from now on, so a
-// change wakes the pod: one waiting for the object starts as soon as it
-// exists.
-func (p *Provider) ConfigMap(ctx context.Context, pod *v1.Pod, name string) (*v1.ConfigMap, error) {
-	p.watchRefs(pod)
-	ctx, cancel := context.WithTimeout(ctx, envReadTimeout)
-	defer cancel()
-	return p.configMap(ctx, pod.Namespace, name)
-}
-
-// Secret reads a secret pod's environment refers to, as ConfigMap.
-func (p *Provider) Secret(ctx context.Context, pod *v1.Pod, name string) (*v1.Secret, error) {
-	p.watchRefs(pod)
-	ctx, cancel := context.WithTimeout(ctx, envReadTimeout)
-	defer cancel()
-	return p.secret(ctx, pod.Namespace, name)
-}
-
-// watchRefs starts the watches of what pod references, once.
-func (p *Provider) watchRefs(pod *v1.Pod) {
-	if !p.watcher.hasPod(pod.UID) {
-		p.watcher.setPod(pod.UID, podRefs(pod))
-	}
 }

@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
@@ -22,8 +22,14 @@ func TestProviderFollowsChanges(t *testing.T) {
 	woken := make(chan types.UID, 10)
 	h.p.wake = func(uid types.UID) { woken <- uid }
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go h.p.Run(ctx)
+	stopped := make(chan error)
+	go func() { stopped <- h.p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
 
 	cms := h.client.CoreV1().ConfigMaps("web")
 	if _, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "web"},
@@ -45,19 +51,11 @@ func TestProviderFollowsChanges(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, file))
 		return string(b)
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
-	}
 	if _, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "web"},
 		Data: map[string]string{"x": "here"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the late config map's volume", func() bool { return read("late", "x") == "here" })
+	poll.Eventually(t, "the late config map's volume", func() bool { return read("late", "x") == "here" })
 	if uid := <-woken; uid != pod.UID {
 		t.Errorf("woke %s", uid)
 	}
@@ -68,14 +66,11 @@ func TestProviderFollowsChanges(t *testing.T) {
 		Data: map[string]string{"k": "two"}}, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the update", func() bool { return read("c", "k") == "two" })
+	poll.Eventually(t, "the update", func() bool { return read("c", "k") == "two" })
 
 	// A forgotten pod's objects are no longer watched.
 	h.p.Cleanup(pod.UID)
-	h.p.watcher.mu.Lock()
-	n := len(h.p.watcher.watches)
-	h.p.watcher.mu.Unlock()
-	if n != 0 {
+	if n := h.p.watcher.Watches(); n != 0 {
 		t.Errorf("%d watches left after Cleanup", n)
 	}
 }

@@ -1,7 +1,9 @@
-// Package volumes makes pod volumes on the node. emptyDir and hostPath
-// volumes are set up by SetUpBuiltin (builtin.go). The rest of this package
-// is about the volumes whose content comes from the API server or the pod
-// itself: configMap, secret, downwardAPI and projected volumes
+// Package volumes makes pod volumes on the node, one Plugin per volume
+// type (plugin.go): emptyDir (emptydir.go) and hostPath (hostpath.go), which
+// the node makes by itself, and the four types whose content comes from the
+// API server or the pod itself (apiplugins.go), which share a Provider.
+// The rest of this package is about those: configMap, secret, downwardAPI
+// and projected volumes
 // (service-account tokens through the TokenRequest API, config maps,
 // secrets, downward API fields), such as the kube-api-access-* volume the
 // ServiceAccount admission plugin adds to every pod. A plain configMap,
@@ -22,13 +24,13 @@
 // (AtomicWrite): a reader in the container sees either the old or the new
 // set of files, never a mix. A Provider writes it before containers start
 // (Prepare) and keeps it current while the pod runs (Run): every config map
-// and secret a pod references is watched on its own (field selector on its
-// name, what the Node authorizer allows), a change rewrites the volumes of
+// and secret a pod references is watched on its own (package objects, whose
+// watcher the Provider runs and shares with env vars), a change rewrites the volumes of
 // the pods using it within a second and wakes those pods (a pod waiting for
 // a missing object starts as soon as it exists); tokens are renewed at 80 %
 // of their lifetime or after 24 h. Downward API files (metadata fields, and
 // container resources through criconfig.ResourceFieldValue, the function env vars
 // use) are rewritten by the Prepare of the sync that a pod update causes
-// when its labels, annotations or resources changed. Teardown unmounts a
-// removed pod's tmpfs.
+// when its labels, annotations or resources changed. The plugins' TearDown
+// (Registry.TearDown) and Provider.Teardown unmount a removed pod's tmpfs.
 package volumes

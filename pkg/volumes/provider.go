@@ -8,14 +8,13 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/nodelet/nodelet/pkg/kube"
+	"github.com/nodelet/nodelet/pkg/objects"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
@@ -72,7 +71,7 @@ type Provider struct {
 	tokens  *TokenManager
 	wake    func(types.UID)
 	alloc   v1.ResourceList
-	watcher *objectWatcher
+	watcher *objects.Watcher
 	// changed holds pods whose referenced objects changed, for Run's
 	// refreshers.
 	changed workqueue.TypedInterface[types.UID]
@@ -126,8 +125,8 @@ func NewProvider(opts Options) (*Provider, error) {
 		mountTmpfs: mountVolumeTmpfs,
 		tracked:    map[types.UID]*podVolumes{},
 	}
-	p.watcher = newObjectWatcher(opts.Client, func(ref volumeRef, users []types.UID, initial bool) {
-		klog.V(3).InfoS("Referenced object changed", "kind", ref.kind, "namespace", ref.namespace, "name", ref.name, "pods", len(users), "initial", initial)
+	p.watcher = objects.New(opts.Client, func(ref objects.Ref, users []types.UID, initial bool) {
+		klog.V(3).InfoS("Referenced object changed", "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name, "pods", len(users), "initial", initial)
 		for _, uid := range users {
 			// What a watch's first list finds, the pods that started it
 			// read themselves, unless that read failed: an object created
@@ -161,7 +160,7 @@ func (p *Provider) Prepare(ctx context.Context, pod *v1.Pod) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.pod == nil || t.pod.Generation != pod.Generation || t.pod.ResourceVersion != pod.ResourceVersion {
-		p.watcher.setPod(pod.UID, podRefs(pod))
+		p.watcher.SetPod(pod.UID, objects.PodRefs(pod))
 	}
 	stale := t.pod != nil && downwardChanged(t.pod, pod)
 	t.pod = pod
@@ -186,7 +185,7 @@ func (p *Provider) Cleanup(uid types.UID) {
 
 // forget stops refreshing a pod's volumes and watching what it references.
 func (p *Provider) forget(uid types.UID) {
-	p.watcher.removePod(uid)
+	p.watcher.RemovePod(uid)
 	p.mu.Lock()
 	t := p.tracked[uid]
 	delete(p.tracked, uid)
@@ -198,29 +197,35 @@ func (p *Provider) forget(uid types.UID) {
 	}
 }
 
+// Objects is the watcher of the config maps and secrets the pods
+// reference, which also serves the reads of container environments
+// (podsync.ObjectSource): a change of an object an env var reads wakes the
+// pod too. Run runs it.
+func (p *Provider) Objects() *objects.Watcher { return p.watcher }
+
 // Run watches the config maps and secrets the tracked pods reference,
 // rewrites a pod's volumes as soon as one changes, and refreshes all of
-// them every resync period (tokens), until ctx is done.
-func (p *Provider) Run(ctx context.Context) {
+// them every resync period (tokens), until ctx is done. It returns once
+// the watches and the refreshers have stopped.
+func (p *Provider) Run(ctx context.Context) error {
 	klog.V(2).InfoS("Starting projected volume refresher", "period", p.resync)
-	go p.watcher.run(ctx)
-	go func() {
-		<-ctx.Done()
-		p.changed.ShutDown()
-	}()
+	var workers sync.WaitGroup
+	workers.Go(func() { _ = p.watcher.Run(ctx) })
 	for range changeWorkers {
-		go p.refreshChanged(ctx)
+		workers.Go(func() { p.refreshChanged(ctx) })
 	}
 	tick := p.clock.NewTicker(p.resync)
 	defer tick.Stop()
-	for {
+	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-			return
 		case <-tick.C():
 			p.RefreshAll(ctx)
 		}
 	}
+	p.changed.ShutDown()
+	workers.Wait()
+	return nil
 }
 
 // RefreshAll re-renders the volumes of every tracked pod once. Failures
@@ -350,26 +355,12 @@ func hasAPIVolumes(pod *v1.Pod) bool {
 
 // The projector the Provider renders with: the API server, as the node.
 
-// configMap and secret read from the object's watch when it has synced
-// (no API call), else from the API.
 func (p *Provider) configMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
-	if o, known := p.watcher.get(volumeRef{kindConfigMap, ns, name}); known {
-		if o == nil {
-			return nil, apierrors.NewNotFound(v1.Resource("configmaps"), name)
-		}
-		return o.(*v1.ConfigMap), nil
-	}
-	return p.client.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	return p.watcher.ReadConfigMap(ctx, ns, name)
 }
 
 func (p *Provider) secret(ctx context.Context, ns, name string) (*v1.Secret, error) {
-	if o, known := p.watcher.get(volumeRef{kindSecret, ns, name}); known {
-		if o == nil {
-			return nil, apierrors.NewNotFound(v1.Resource("secrets"), name)
-		}
-		return o.(*v1.Secret), nil
-	}
-	return p.client.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	return p.watcher.ReadSecret(ctx, ns, name)
 }
 
 func (p *Provider) allocatable() v1.ResourceList { return p.alloc }

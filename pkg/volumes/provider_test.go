@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/kube/kubefake"
 	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
@@ -229,26 +230,22 @@ func TestProviderRunStopsWithContext(t *testing.T) {
 	if err := h.p.Prepare(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		h.p.Run(ctx)
-		close(done)
-	}()
+	done := make(chan error, 1)
+	go func() { done <- h.p.Run(ctx) }()
 	// Tick until the refresher renewed the token.
-	deadline := time.Now().Add(10 * time.Second)
-	for h.tokens.count() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("refresher did not renew the token")
-		}
+	poll.Eventually(t, "the refresher's renewal of the token", func() bool {
 		if h.clock.HasWaiters() {
 			h.clock.Step(DefaultResyncPeriod * 50)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return h.tokens.count() >= 2
+	})
 	cancel()
 	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(poll.DefaultTimeout):
 		t.Fatal("Run did not return after cancel")
 	}
 	if !strings.HasPrefix(h.read(pod, "kube-api-access-abcde", "token"), "token-") {

@@ -4,47 +4,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
-	"github.com/nodelet/nodelet/pkg/tmpfs"
 	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
 // VolumeProvider makes the volumes whose content comes from the API server
 // (projected service-account token, config map, secret and downward API
-// volumes) and keeps them current while the pod runs. The Syncer makes
-// emptyDir and hostPath volumes itself; every other volume is the
-// provider's, at its criconfig.VolumeHostPath. Cluster mode only: without one
-// (standalone) such volumes fail the pod as unsupported.
-type VolumeProvider interface {
-	// Check fails, wrapping criconfig.ErrUnsupported, for a volume of pod it
-	// cannot make, including volumes of types it does not know. It does
-	// no I/O: a failure is a property of the spec.
-	Check(pod *v1.Pod, v *v1.Volume) error
-	// Prepare writes the content of the pod's provided volumes before its
-	// containers are created, and from then on keeps it current. It is
-	// called before every container start and at every sync of a running
-	// pod (so pods adopted after a restart of nodelet are kept current
-	// too): it must be cheap for a pod it already prepared.
-	Prepare(ctx context.Context, pod *v1.Pod) error
-	// Cleanup forgets a pod that is gone from the node: its volumes are
-	// no longer refreshed.
-	Cleanup(uid types.UID)
-}
+// volumes) and keeps them current while the pod runs: the content their
+// volume plugins share. Cluster mode only: without one (standalone) such
+// volumes fail the pod as unsupported. It is called before every
+// container start and at every sync of a running pod (so pods adopted
+// after a restart of nodelet are kept current too).
+type VolumeProvider = volumes.Content
 
 // errNoProvider explains why a provided volume type fails in standalone
 // mode.
 var errNoProvider = errors.New("volumes with content from the API server need --kubeconfig")
 
-// volumeHook is the pod-resource pipeline's volume step: it makes emptyDir
-// and hostPath volumes itself and hands the others to the provider.
+// volumeHook is the pod-resource pipeline's volume step: it asks the
+// plugin of each of a pod's volumes (package volumes) to make it. The
+// plugins of volumes with API content exist when there is a provider.
 type volumeHook struct {
 	config   criconfig.ConfigOptions
 	provider VolumeProvider
+
+	once    sync.Once
+	plugins *volumes.Registry
 }
 
 var (
@@ -54,40 +45,53 @@ var (
 
 func (*volumeHook) Name() string { return "volumes" }
 
-// CheckSpec fails for the first volume neither the hook nor the provider
-// can make.
+// registry returns the volume plugins, built at first use (the hook is
+// built as a literal).
+func (h *volumeHook) registry() *volumes.Registry {
+	h.once.Do(func() {
+		var content volumes.Content
+		if h.provider != nil {
+			content = h.provider
+		}
+		h.plugins = volumes.NewRegistry(h.config.RootDir, content)
+	})
+	return h.plugins
+}
+
+// CheckSpec fails for the first volume no plugin can make.
 func (h *volumeHook) CheckSpec(pod *v1.Pod) error {
+	plugins := h.registry()
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if criconfig.IsBuiltinVolume(v) {
-			if err := criconfig.CheckVolume(v); err != nil {
-				return err
-			}
-			continue
-		}
-		if h.provider == nil {
+		plugin := plugins.Find(v)
+		if plugin == nil {
 			err := criconfig.CheckVolume(v)
 			if v.Projected != nil {
 				err = fmt.Errorf("%w (%w)", err, errNoProvider)
 			}
 			return err
 		}
-		if err := h.provider.Check(pod, v); err != nil {
-			return fmt.Errorf("volume %q: %w", v.Name, err)
+		if err := plugin.Check(pod, v); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // KeepRunning hands a pod that runs and has nothing to start to the
-// provider, which then keeps its volumes current. After a restart of
-// nodelet that is how the provider learns of the pods it adopted; for a
-// pod it knows, Prepare does nothing.
+// plugins that keep their volumes current. After a restart of nodelet that
+// is how they learn of the pods adopted; for a pod they know, it does
+// nothing.
 func (h *volumeHook) KeepRunning(ctx context.Context, pod *v1.Pod) error {
-	if h.provider == nil || !hasProvidedVolumes(pod) {
-		return nil
+	plugins := h.registry()
+	for i := range pod.Spec.Volumes {
+		if k, ok := plugins.Find(&pod.Spec.Volumes[i]).(volumes.Keeper); ok {
+			if err := k.KeepCurrent(ctx, pod); err != nil {
+				return err
+			}
+		}
 	}
-	return h.provider.Prepare(ctx, pod)
+	return nil
 }
 
 func (p *podSync) anyRunning() bool {
@@ -102,51 +106,38 @@ func (p *podSync) anyRunning() bool {
 	return false
 }
 
-func hasProvidedVolumes(pod *v1.Pod) bool {
-	for i := range pod.Spec.Volumes {
-		if !criconfig.IsBuiltinVolume(&pod.Spec.Volumes[i]) {
-			return true
-		}
+// Teardown has every plugin tear down what it made for a gone pod
+// (the provider forgets it; the tmpfs mounts of Memory emptyDirs, secrets
+// and tokens are unmounted), so that removing the pod directory finds
+// plain directories.
+func (h *volumeHook) Teardown(ctx context.Context, uid types.UID) error {
+	if uid == "" {
+		return nil
 	}
-	return false
+	return h.registry().TearDown(ctx, uid)
 }
 
-// Teardown tells the provider a pod is gone and unmounts the tmpfs mounts
-// of its volumes (Memory emptyDirs, the provider's secrets and tokens), so
-// that removing the pod directory finds plain directories.
-func (h *volumeHook) Teardown(_ context.Context, uid types.UID) error {
-	if h.provider != nil && uid != "" {
-		h.provider.Cleanup(uid)
-	}
-	if err := tmpfs.UnmountPod(h.config.RootDir, string(uid)); err != nil {
-		return fmt.Errorf("unmount pod volumes: %w", err)
-	}
-	return nil
-}
-
-// Prepare makes the node side of a pod's volumes exist: emptyDir
-// directories, hostPath paths per their type (created for ...OrCreate,
-// checked otherwise), and the provider's volumes. Unsupported volume types
-// were rejected before (CheckSpec).
+// Prepare makes the node side of a pod's volumes exist, each by its
+// plugin: emptyDir directories, hostPath paths per their type (created for
+// ...OrCreate, checked otherwise), and the volumes with API content.
+// The node's own volumes come first: a pod that cannot have them costs no
+// API call. Unsupported volume types were rejected before (CheckSpec).
 func (h *volumeHook) Prepare(ctx context.Context, pod *v1.Pod) (Resources, error) {
 	paths, err := criconfig.VolumePaths(pod, h.config)
 	if err != nil {
 		return Resources{}, err
 	}
-	provided := false
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		if !criconfig.IsBuiltinVolume(v) {
-			provided = true
-			continue
-		}
-		if err := volumes.SetUpBuiltin(pod, v, paths[v.Name]); err != nil {
-			return Resources{}, fmt.Errorf("volume %q: %w", v.Name, err)
-		}
-	}
-	if provided && h.provider != nil {
-		if err := h.provider.Prepare(ctx, pod); err != nil {
-			return Resources{}, err
+	plugins := h.registry()
+	for _, local := range [...]bool{true, false} {
+		for i := range pod.Spec.Volumes {
+			v := &pod.Spec.Volumes[i]
+			plugin := plugins.Find(v)
+			if plugin == nil || criconfig.IsBuiltinVolume(v) != local {
+				continue
+			}
+			if err := plugin.SetUp(ctx, pod, v, paths[v.Name]); err != nil {
+				return Resources{}, err
+			}
 		}
 	}
 	return Resources{VolumePaths: paths}, nil

@@ -1,36 +1,42 @@
 package volumes
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelet/nodelet/pkg/layout"
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/tmpfs"
 )
 
-// The volume types nodelet makes by itself, with no content from the API:
-// emptyDir (on disk or, with medium Memory, a tmpfs) and hostPath. Their
-// paths are criconfig.VolumeHostPath's; their tmpfs mounts are undone with
-// the pod's (tmpfs.UnmountPod) and their directories go with the pod's.
+// emptyDirPlugin makes emptyDir volumes: a directory on the node's disk
+// or, with medium Memory, a tmpfs, at criconfig.VolumeHostPath. The
+// directory goes with the pod's; TearDown unmounts the tmpfs ones.
+type emptyDirPlugin struct{ rootDir string }
 
-// SetUpBuiltin makes an emptyDir or hostPath volume v of pod exist at
-// path: an emptyDir directory (world-writable, owned by the pod's fsGroup)
-// or a hostPath per its type (created for ...OrCreate, checked otherwise).
-// It is cheap for a volume set up before.
-func SetUpBuiltin(pod *v1.Pod, v *v1.Volume, path string) error {
-	switch {
-	case v.EmptyDir != nil:
-		return setUpEmptyDir(pod, v.EmptyDir, path)
-	case v.HostPath != nil:
-		return checkHostPath(path, hostPathType(v))
+func (emptyDirPlugin) Name() string                 { return "emptyDir" }
+func (emptyDirPlugin) CanSupport(v *v1.Volume) bool { return v.EmptyDir != nil }
+
+// Check refuses the media other than the default and Memory.
+func (emptyDirPlugin) Check(_ *v1.Pod, v *v1.Volume) error { return criconfig.CheckVolume(v) }
+
+// SetUp makes the directory (world-writable, owned by the pod's fsGroup),
+// mounting the tmpfs of a Memory one first.
+func (emptyDirPlugin) SetUp(_ context.Context, pod *v1.Pod, v *v1.Volume, path string) error {
+	if err := setUpEmptyDir(pod, v.EmptyDir, path); err != nil {
+		return fmt.Errorf("volume %q: %w", v.Name, err)
 	}
-	return errors.New("not an emptyDir or hostPath volume")
+	return nil
+}
+
+func (p emptyDirPlugin) TearDown(_ context.Context, uid types.UID) error {
+	return tmpfs.UnmountPlugin(p.rootDir, string(uid), layout.PluginEmptyDir)
 }
 
 func setUpEmptyDir(pod *v1.Pod, e *v1.EmptyDirVolumeSource, path string) error {
@@ -44,15 +50,6 @@ func setUpEmptyDir(pod *v1.Pod, e *v1.EmptyDirVolumeSource, path string) error {
 		return err
 	}
 	return setEmptyDirMode(path, pod)
-}
-
-// hostPathType returns how a hostPath volume's path must be checked or
-// created before use.
-func hostPathType(v *v1.Volume) v1.HostPathType {
-	if v.HostPath == nil || v.HostPath.Type == nil {
-		return v1.HostPathUnset
-	}
-	return *v.HostPath.Type
 }
 
 // memoryEmptyDir mounts a tmpfs for an emptyDir with medium Memory, sized
@@ -70,47 +67,6 @@ func memoryEmptyDir(path string, sizeLimit *resource.Quantity) error {
 	}
 	// 1777, a tmpfs's own default and upstream's Memory emptyDir root.
 	return tmpfs.Ensure(path, 0o777|os.ModeSticky, size)
-}
-
-func checkHostPath(path string, typ v1.HostPathType) error {
-	switch typ {
-	case v1.HostPathUnset:
-		return nil
-	case v1.HostPathDirectoryOrCreate:
-		return os.MkdirAll(path, 0o755)
-	case v1.HostPathFileOrCreate:
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("hostPath type %s: %w", typ, err)
-	}
-	var ok bool
-	switch typ {
-	case v1.HostPathDirectory:
-		ok = fi.IsDir()
-	case v1.HostPathFile:
-		ok = fi.Mode().IsRegular()
-	case v1.HostPathSocket:
-		ok = fi.Mode()&fs.ModeSocket != 0
-	case v1.HostPathCharDev:
-		ok = fi.Mode()&fs.ModeCharDevice != 0
-	case v1.HostPathBlockDev:
-		ok = fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0
-	default:
-		return fmt.Errorf("hostPath type %q unknown", typ)
-	}
-	if !ok {
-		return fmt.Errorf("hostPath %s is not of type %s", path, typ)
-	}
-	return nil
 }
 
 // setEmptyDirMode makes an emptyDir world-writable like upstream
