@@ -193,7 +193,7 @@ func hookRunner(rt Runtime, h HookRunner) HookRunner {
 }
 
 // SyncPod makes one pass at bringing pod to its spec, given what runs
-// (status, as from cri.Client.PodStatus; nil: nothing). Failures of single
+// (status, as from ReadPodStatus; nil: nothing). Failures of single
 // containers do not stop the others; they show in the result's Waiting
 // reasons and the first is the result's Err.
 func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus) runtime.SyncResult {
