@@ -262,6 +262,8 @@ func (r podRuntime) PodStatus(ctx context.Context, uid types.UID, name, namespac
 // the running pods/containers metrics.
 type runtimeLister struct{ *cri.Client }
 
+var _ pleg.Lister = runtimeLister{}
+
 func (l runtimeLister) ListPods(ctx context.Context) ([]*runtime.Pod, error) {
 	s, err := l.ListState(ctx)
 	if err != nil {
