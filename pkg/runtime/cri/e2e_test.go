@@ -537,7 +537,7 @@ func (e *env) startViaSyncer(t *testing.T, pod *v1.Pod) (total, syncOnly time.Du
 
 func (e *env) startRaw(t *testing.T, pod *v1.Pod) map[string]time.Duration {
 	ctx := context.Background()
-	sbCfg, err := criconfig.SandboxConfig(pod, 0, e.opts)
+	sbCfg, err := criconfig.SandboxConfig(pod, 0, criconfig.SandboxResources{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

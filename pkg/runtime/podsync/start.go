@@ -30,6 +30,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		VolumePaths:            res.VolumePaths,
 		TerminationMessageFile: msgFile,
 		EtcHostsFile:           hostsFile,
+		Resources:              res.Containers[st.Name],
 		Warn: func(reason, message string) {
 			s.event(pod, v1.EventTypeWarning, reason, "%s", message)
 		},
