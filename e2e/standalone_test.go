@@ -21,6 +21,7 @@ import (
 	"github.com/nodelet/nodelet/e2e/framework"
 	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 )
 
 const staticSuffix = "-" + framework.NodeName
@@ -383,14 +384,12 @@ spec:
 	}
 }
 
-func waitRuntime(t *testing.T, c interface {
-	PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
-}, uid types.UID, name string, timeout time.Duration, what string, cond func(*runtime.PodStatus) bool) *runtime.PodStatus {
+func waitRuntime(t *testing.T, c podsync.PodStateReader, uid types.UID, name string, timeout time.Duration, what string, cond func(*runtime.PodStatus) bool) *runtime.PodStatus {
 	t.Helper()
 	var s *runtime.PodStatus
 	poll.Until(t, timeout, 50*time.Millisecond, "pod "+name+": "+what, func() (bool, string) {
 		var err error
-		s, err = c.PodStatus(context.Background(), uid, name, "default")
+		s, err = podsync.ReadPodStatus(context.Background(), c, uid, name, "default")
 		return err == nil && cond(s), fmt.Sprintf("err %v", err)
 	})
 	return s

@@ -27,6 +27,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
+	"github.com/nodelet/nodelet/pkg/runtime/cristatus"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 	"github.com/nodelet/nodelet/pkg/server"
@@ -85,7 +86,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	recorder := mirror.NewEventRecorder(d.events.NewRecorder(kube.Scheme, v1.EventSource{Component: eventSourceComponent, Host: nodeName}), pods)
 	nodeRef := &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
 	registry := prometheus.NewRegistry()
-	if err := registerMetrics(registry, client); err != nil {
+	if err := registerMetrics(registry, runtimeLister{client}); err != nil {
 		return nil, err
 	}
 	// Other goroutines (probes, the volume refresher) reach the sync loop
@@ -163,7 +164,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	if err != nil {
 		return nil, err
 	}
-	relister := pleg.New(client, opts.RelistPeriod)
+	relister := pleg.New(runtimeLister{client}, opts.RelistPeriod)
 	ag, err := agent.New(agent.Config{
 		NodeName: nodeName, HostIP: hostIP, RuntimeName: runtimeName(ctx, client),
 		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,
@@ -254,7 +255,21 @@ type podRuntime struct {
 var _ agent.PodRuntime = podRuntime{}
 
 func (r podRuntime) PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error) {
-	return r.Client.PodStatus(ctx, uid, name, namespace)
+	return podsync.ReadPodStatus(ctx, r.Client, uid, name, namespace)
+}
+
+// runtimeLister lists what runs on the node by pod, for the relister and
+// the running pods/containers metrics.
+type runtimeLister struct{ *cri.Client }
+
+var _ pleg.Lister = runtimeLister{}
+
+func (l runtimeLister) ListPods(ctx context.Context) ([]*runtime.Pod, error) {
+	s, err := l.ListState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cristatus.Pods(s), nil
 }
 
 type containerGCFunc func(ctx context.Context, wanted func(types.UID) bool) error

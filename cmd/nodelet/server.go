@@ -50,7 +50,7 @@ var errNoNodeAPI = errors.New("node API not served")
 
 // registerMetrics puts nodelet's metrics, the running pods/containers
 // collector over the runtime and the Go and process collectors on reg.
-func registerMetrics(reg prometheus.Registerer, rt *cri.Client) error {
+func registerMetrics(reg prometheus.Registerer, rt runtimeLister) error {
 	if err := metrics.Register(reg,
 		metrics.NewRuntimeCollector(rt.ListPods),
 		collectors.NewGoCollector(),
@@ -175,7 +175,7 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 			return d.pods.PodByFullName(name, namespace)
 		},
 		ResolveUID:        d.pods.ResolveUID,
-		RuntimeStatus:     d.runtime.PodStatus,
+		RuntimeStatus:     podRuntime{Client: d.runtime}.PodStatus,
 		Summary:           statsProvider.Summary,
 		ContainerStats:    statsProvider.ContainerStats,
 		ReadLogs:          logReader.ReadLogs,

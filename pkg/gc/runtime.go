@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/runtime/cristatus"
 )
 
 // Runtime is what container garbage collection needs from the container
@@ -39,9 +40,9 @@ func fromCRIContainer(c *runtimeapi.Container) (Container, bool) {
 		PodUID:    types.UID(uid),
 		Name:      c.GetMetadata().GetName(),
 		SandboxID: c.GetPodSandboxId(),
-		State:     cri.ContainerState(c.GetState()),
+		State:     cristatus.ContainerState(c.GetState()),
 		Attempt:   c.GetMetadata().GetAttempt(),
-		CreatedAt: cri.TimeFromUnixNano(c.GetCreatedAt()),
+		CreatedAt: cristatus.TimeFromUnixNano(c.GetCreatedAt()),
 	}, true
 }
 
@@ -54,8 +55,8 @@ func fromCRISandbox(s *runtimeapi.PodSandbox) (Sandbox, bool) {
 	return Sandbox{
 		ID:        s.GetId(),
 		PodUID:    types.UID(uid),
-		State:     cri.SandboxState(s.GetState()),
+		State:     cristatus.SandboxState(s.GetState()),
 		Attempt:   s.GetMetadata().GetAttempt(),
-		CreatedAt: cri.TimeFromUnixNano(s.GetCreatedAt()),
+		CreatedAt: cristatus.TimeFromUnixNano(s.GetCreatedAt()),
 	}, true
 }

@@ -27,7 +27,7 @@ type RuntimeCollector struct {
 	list func(ctx context.Context) ([]*runtime.Pod, error)
 }
 
-// NewRuntimeCollector returns a collector over list (cri.Client.ListPods).
+// NewRuntimeCollector returns a collector over list (what runs, by pod: cristatus.Pods of cri.Client.ListState).
 func NewRuntimeCollector(list func(ctx context.Context) ([]*runtime.Pod, error)) *RuntimeCollector {
 	return &RuntimeCollector{list: list}
 }

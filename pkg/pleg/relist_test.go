@@ -10,11 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
-	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
-
-// The one CRI client is what nodelet wires in.
-var _ Lister = (*cri.Client)(nil)
 
 func TestDiff(t *testing.T) {
 	tests := []struct {

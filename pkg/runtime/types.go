@@ -1,7 +1,8 @@
 // Package runtime holds nodelet's model of what actually runs on the node:
 // sandboxes and containers as observed from the container runtime, grouped by
 // pod, independent of CRI wire types. Decisions (what to start, kill, restart)
-// are made over these types; the CRI client in runtime/cri produces them.
+// are made over these types; package runtime/cristatus reads them from what
+// the CRI client in runtime/cri returns.
 package runtime
 
 import (
@@ -54,6 +55,13 @@ type ContainerStatus struct {
 	// TerminationMessagePath is where the container was told to write its
 	// termination message, as stamped at creation.
 	TerminationMessagePath string
+	// TerminationMessagePolicy is the container's, as stamped at creation
+	// (File or FallbackToLogsOnError).
+	TerminationMessagePolicy string
+	// TerminationMessageFile is the node file mounted at
+	// TerminationMessagePath, when the runtime's details of the instance
+	// listed its mounts; "" otherwise.
+	TerminationMessageFile string
 }
 
 // SandboxStatus is one pod sandbox instance.

@@ -42,7 +42,7 @@ type APIDeps struct {
 	// any other UID alone; nil means UIDs are taken as they are.
 	ResolveUID func(uid types.UID) types.UID
 	// RuntimeStatus returns what runs for a pod: its containers newest
-	// first, with log paths (cri.Client.PodStatus).
+	// first, with log paths (podsync.ReadPodStatus).
 	RuntimeStatus func(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
 
 	// Summary builds /stats/summary; onlyCPUAndMemory leaves out

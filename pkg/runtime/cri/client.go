@@ -3,11 +3,12 @@
 // call (one policy, see Options), the classification of runtime errors
 // (ErrNotFound, ...) and the identity labels stamped on what it creates.
 // Its consumers (podsync, gc, images, stats, pleg) each declare the small
-// interface they need, which *Client satisfies. Besides thin calls it owns
-// the translation between pods and the CRI: the identity stamped on sandboxes
-// and containers (identity.go), sandbox and container configs built from a
-// pod spec (podconfig.go, env.go, volumes.go) and CRI state read back as
-// runtime.PodStatus (status.go).
+// interface they need, which *Client satisfies. Its calls are thin, besides
+// reading a pod's or the node's state in as few calls as possible
+// (state.go); what it returns are CRI types. The one piece of the pod it
+// knows is the identity stamped on sandboxes and containers (identity.go).
+// The translations are elsewhere, pure: a pod to CRI configs in package
+// criconfig, CRI state to nodelet's runtime model in package cristatus.
 package cri
 
 import (

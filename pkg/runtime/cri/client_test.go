@@ -14,8 +14,6 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/nodelet/nodelet/pkg/runtime"
 )
 
 // fakeCRI serves canned sandboxes and containers and counts calls.
@@ -203,7 +201,7 @@ const (
 	exited  = runtimeapi.ContainerState_CONTAINER_EXITED
 )
 
-func TestPodStatus(t *testing.T) {
+func TestPodState(t *testing.T) {
 	f := &fakeCRI{
 		sandboxes: []*runtimeapi.PodSandbox{
 			sandboxOf("sb-old", "web", 0, 100, false, false),
@@ -223,98 +221,79 @@ func TestPodStatus(t *testing.T) {
 		exit: map[string]int32{"a1": 2},
 	}
 	c := dial(t, f)
-	st, err := c.PodStatus(context.Background(), "uid-web", "web", "ns")
+	st, err := c.PodState(context.Background(), "uid-web")
 	if err != nil {
-		t.Fatalf("PodStatus: %v", err)
+		t.Fatalf("PodState: %v", err)
 	}
 	want := map[string]int{"ListPodSandbox": 1, "ListContainers": 1, "PodSandboxStatus": 1, "ContainerStatus": 4}
 	if got := f.takeCalls(); !mapsEqual(got, want) {
 		t.Errorf("calls = %v, want %v", got, want)
 	}
-	if len(st.Sandboxes) != 2 || st.Sandboxes[0].ID != "sb-new" || st.Sandboxes[0].IP != "10.88.0.7" || st.Sandboxes[0].Attempt != 1 ||
-		st.Sandboxes[1].ID != "sb-old" || st.Sandboxes[1].State != runtime.SandboxStateNotReady {
-		t.Errorf("sandboxes = %+v %+v", st.Sandboxes[0], st.Sandboxes[1])
+	if len(st.Sandboxes) != 2 || st.Sandboxes[0].Id != "sb-new" || st.Sandboxes[1].Id != "sb-old" ||
+		st.SandboxStatus.GetNetwork().GetIp() != "10.88.0.7" {
+		t.Errorf("sandboxes = %v, status %v", st.Sandboxes, st.SandboxStatus)
 	}
-	var ids []string
-	for _, c := range st.Containers {
-		ids = append(ids, c.ID)
+	var ids, detailed []string
+	for i, c := range st.Containers {
+		ids = append(ids, c.Id)
+		if st.ContainerStatuses[i] != nil {
+			detailed = append(detailed, st.ContainerStatuses[i].Id)
+		}
 	}
 	if got := ids; !equal(got, []string{"a2", "b0", "a1", "a0"}) {
 		t.Errorf("containers = %v, want newest first without the vanished one", got)
 	}
-	a := st.LatestContainer("a")
-	if a.ID != "a2" || a.RestartCount != 2 || a.Hash != 0xabc || a.StartedAt.IsZero() || a.LogPath != "/logs/a2" {
-		t.Errorf("latest a = %+v", a)
-	}
-	if prev := st.Containers[2]; prev.ExitCode != 2 || prev.FinishedAt.IsZero() {
-		t.Errorf("previous a = %+v, want its exit details", prev)
-	}
 	// The third instance is described from the list alone.
-	if old := st.Containers[3]; old.State != runtime.ContainerStateExited || !old.StartedAt.IsZero() {
-		t.Errorf("old a = %+v", old)
+	if !equal(detailed, []string{"a2", "b0", "a1"}) {
+		t.Errorf("detailed = %v, want the newest two of each name", detailed)
 	}
-	if st.PodIP() != "10.88.0.7" {
-		t.Errorf("PodIP = %q", st.PodIP())
+	if st.ContainerStatuses[2].ExitCode != 2 {
+		t.Errorf("previous a = %+v, want its exit details", st.ContainerStatuses[2])
 	}
 }
 
-func TestPodStatusHostNetworkSkipsSandboxStatus(t *testing.T) {
+func TestPodStateHostNetworkSkipsSandboxStatus(t *testing.T) {
 	f := &fakeCRI{sandboxes: []*runtimeapi.PodSandbox{sandboxOf("sb", "web", 0, 1, true, true)}}
 	c := dial(t, f)
-	st, err := c.PodStatus(context.Background(), "uid-web", "web", "ns")
+	st, err := c.PodState(context.Background(), "uid-web")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if calls := f.takeCalls(); calls["PodSandboxStatus"] != 0 {
 		t.Errorf("calls = %v, want no PodSandboxStatus", calls)
 	}
-	if !st.LatestSandbox().HostNetwork {
-		t.Errorf("sandbox = %+v, want host network", st.LatestSandbox())
+	if len(st.Sandboxes) != 1 || st.SandboxStatus != nil {
+		t.Errorf("state = %+v, want the listed sandbox alone", st)
 	}
 }
 
-func TestPodStatusOfUnknownPod(t *testing.T) {
+func TestPodStateOfUnknownPod(t *testing.T) {
 	c := dial(t, &fakeCRI{})
-	st, err := c.PodStatus(context.Background(), "nope", "n", "ns")
-	if err != nil || st.UID != "nope" || len(st.Sandboxes)+len(st.Containers) != 0 {
-		t.Errorf("PodStatus = %+v, %v; want an empty status", st, err)
+	st, err := c.PodState(context.Background(), "nope")
+	if err != nil || len(st.Sandboxes)+len(st.Containers) != 0 {
+		t.Errorf("PodState = %+v, %v; want an empty state", st, err)
 	}
 }
 
-func TestListPods(t *testing.T) {
-	unmanaged := &runtimeapi.Container{Id: "foreign", Labels: map[string]string{"app": "other"}}
+func TestListState(t *testing.T) {
 	f := &fakeCRI{
 		sandboxes: []*runtimeapi.PodSandbox{sandboxOf("sb1", "web", 0, 100, true, true), sandboxOf("sb2", "db", 0, 150, true, false)},
 		containers: []*runtimeapi.Container{
 			ctrOf("w0", "sb1", "web", "a", 0, 110, exited), ctrOf("w1", "sb1", "web", "a", 1, 120, running),
-			ctrOf("d0", "sb2", "db", "x", 0, 160, running), unmanaged,
-			// A container whose sandbox is gone still belongs to its pod.
-			ctrOf("o0", "sb-gone", "orphan", "y", 0, 90, exited),
+			ctrOf("d0", "sb2", "db", "x", 0, 160, running),
 		},
 	}
-	f.sandboxes[0].Annotations["kubernetes.io/config.source"] = "file"
 	c := dial(t, f)
-	pods, err := c.ListPods(context.Background())
+	st, err := c.ListState(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if calls := f.takeCalls(); !mapsEqual(calls, map[string]int{"ListPodSandbox": 1, "ListContainers": 1}) {
 		t.Errorf("calls = %v, want exactly the two lists", calls)
 	}
-	byUID := map[string]*runtime.Pod{}
-	for _, p := range pods {
-		byUID[string(p.UID)] = p
-	}
-	if len(pods) != 3 {
-		t.Fatalf("pods = %d, want web, db, orphan", len(pods))
-	}
-	web := byUID["uid-web"]
-	if web.Name != "web" || web.Namespace != "ns" || web.Source != "file" || len(web.Sandboxes) != 1 || len(web.Containers) != 2 ||
-		web.Containers[0].ID != "w1" || web.Containers[0].State != runtime.ContainerStateRunning || web.Containers[0].SandboxID != "sb1" {
-		t.Errorf("web = %+v", web)
-	}
-	if o := byUID["uid-orphan"]; o == nil || len(o.Sandboxes) != 0 || o.Containers[0].Name != "y" {
-		t.Errorf("orphan = %+v", o)
+	if len(st.Sandboxes) != 2 || st.Sandboxes[0].Id != "sb2" || len(st.Containers) != 3 || st.Containers[0].Id != "d0" ||
+		len(st.ContainerStatuses) != 0 {
+		t.Errorf("state = %+v, want everything listed, newest first, no details", st)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
+	"github.com/nodelet/nodelet/pkg/runtime/cristatus"
 	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 )
 
@@ -120,7 +121,7 @@ func shell(name, script string) v1.Container {
 
 func (e *env) status(t *testing.T, pod *v1.Pod) *runtime.PodStatus {
 	t.Helper()
-	st, err := e.c.PodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
+	st, err := podsync.ReadPodStatus(context.Background(), e.c, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		t.Fatalf("PodStatus: %v", err)
 	}
@@ -141,7 +142,7 @@ func (e *env) cleanup(t *testing.T, pod *v1.Pod) {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		zero := int64(0)
-		st, err := e.c.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		st, err := podsync.ReadPodStatus(ctx, e.c, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
 			t.Errorf("cleanup: %v", err)
 			return
@@ -149,7 +150,7 @@ func (e *env) cleanup(t *testing.T, pod *v1.Pod) {
 		if err := e.syncer.KillPod(ctx, pod, st, &zero); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
-		if st, err = e.c.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+		if st, err = podsync.ReadPodStatus(ctx, e.c, pod.UID, pod.Name, pod.Namespace); err == nil {
 			err = e.syncer.RemovePod(ctx, st)
 		}
 		if err != nil {
@@ -238,11 +239,12 @@ func TestHostNetworkPodLifecycle(t *testing.T) {
 		t.Errorf("after second sync: %s", describe(st2))
 	}
 
-	// ListPods finds it; identity round-trips through the runtime.
-	pods, err := e.c.ListPods(ctx)
+	// ListState finds it; identity round-trips through the runtime.
+	listed, err := e.c.ListState(ctx)
 	if err != nil {
-		t.Fatalf("ListPods: %v", err)
+		t.Fatalf("ListState: %v", err)
 	}
+	pods := cristatus.Pods(listed)
 	i := slices.IndexFunc(pods, func(p *runtime.Pod) bool { return p.UID == pod.UID })
 	if i < 0 {
 		t.Fatalf("ListPods does not list pod %s", pod.UID)
@@ -526,7 +528,7 @@ func TestStartLatency(t *testing.T) {
 func (e *env) startViaSyncer(t *testing.T, pod *v1.Pod) (total, syncOnly time.Duration) {
 	ctx := context.Background()
 	start := time.Now()
-	st, err := e.c.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	st, err := podsync.ReadPodStatus(ctx, e.c, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +541,7 @@ func (e *env) startViaSyncer(t *testing.T, pod *v1.Pod) (total, syncOnly time.Du
 
 func (e *env) startRaw(t *testing.T, pod *v1.Pod) map[string]time.Duration {
 	ctx := context.Background()
-	sbCfg, err := criconfig.SandboxConfig(pod, 0, e.opts)
+	sbCfg, err := criconfig.SandboxConfig(pod, 0, criconfig.SandboxResources{}, e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

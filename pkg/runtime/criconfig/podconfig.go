@@ -60,8 +60,30 @@ func ContainerLogPath(name string, restartCount int) string {
 	return filepath.Join(name, fmt.Sprintf("%d.log", restartCount))
 }
 
-// SandboxConfig builds the sandbox config of a pod for the given attempt.
-func SandboxConfig(pod *v1.Pod, attempt uint32, opts ConfigOptions) (*runtimeapi.PodSandboxConfig, error) {
+// SandboxResources are what the pod-resource pipeline (package podsync)
+// prepared for a pod's sandbox before it is created.
+type SandboxResources struct {
+	// CgroupParent is the cgroup the sandbox and its containers are
+	// created under; "" is the runtime's default.
+	CgroupParent string
+}
+
+// ContainerResources are what the pod-resource pipeline prepared for one
+// container besides its volumes (what a device plugin allocates).
+type ContainerResources struct {
+	// Devices are made available in the container.
+	Devices []*runtimeapi.Device
+	// Env are variables added to the container's environment after its
+	// own; a name the spec's environment defines keeps the spec's value.
+	Env []*runtimeapi.KeyValue
+	// Mounts are added after the volume mounts; one at a path a volume is
+	// mounted at fails the container.
+	Mounts []*runtimeapi.Mount
+}
+
+// SandboxConfig builds the sandbox config of a pod for the given attempt,
+// with what the pipeline prepared for it (res).
+func SandboxConfig(pod *v1.Pod, attempt uint32, res SandboxResources, opts ConfigOptions) (*runtimeapi.PodSandboxConfig, error) {
 	id := cri.SandboxIdentity{
 		PodName:      pod.Name,
 		PodNamespace: pod.Namespace,
@@ -85,8 +107,7 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, opts ConfigOptions) (*runtimeapi
 		Labels:       merge(pod.Labels, id.Labels()),
 		Annotations:  merge(pod.Annotations, id.Annotations()),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			// Empty: the runtime's default cgroup; QoS cgroups come later.
-			CgroupParent:    "",
+			CgroupParent:    res.CgroupParent,
 			SecurityContext: sc,
 		},
 	}
@@ -137,6 +158,9 @@ type ContainerParams struct {
 	// EtcHostsFile is the pod's managed hosts file (HostsFile), mounted at
 	// /etc/hosts; "" leaves /etc/hosts to the runtime.
 	EtcHostsFile string
+	// Resources are what the pipeline prepared for this container besides
+	// its volumes.
+	Resources ContainerResources
 }
 
 // ContainerConfig builds the config of one container instance, and the
@@ -150,6 +174,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 	if err != nil {
 		return nil, nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
+	env = withPreparedEnv(env, p.Resources.Env)
 	if len(c.VolumeDevices) > 0 {
 		return nil, nil, fmt.Errorf("container %q: volumeDevices %w", c.Name, ErrUnsupported)
 	}
@@ -171,6 +196,9 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 	}
 	if m := etcHostsMount(c, p.EtcHostsFile); m != nil {
 		mounts = append(mounts, m)
+	}
+	if mounts, err = withPreparedMounts(mounts, p.Resources.Mounts); err != nil {
+		return nil, nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
 	id := cri.ContainerIdentity{
 		PodName:                  pod.Name,
@@ -204,12 +232,50 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
+		Devices:     p.Resources.Devices,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       containerResources(c),
 			SecurityContext: sc,
 		},
 	}
 	return cfg, binds, nil
+}
+
+// withPreparedEnv appends the variables the pipeline prepared to a
+// container's environment, leaving out those it defines. Upstream lists a
+// device plugin's variables first and the runtime lets the spec's later
+// definition of a name win; listing them after without the names the spec
+// defines gives the container the same environment, whatever the runtime
+// does with a name defined twice.
+func withPreparedEnv(env, prepared []*runtimeapi.KeyValue) []*runtimeapi.KeyValue {
+	if len(prepared) == 0 {
+		return env
+	}
+	defined := make(map[string]bool, len(env))
+	for _, kv := range env {
+		defined[kv.Key] = true
+	}
+	for _, kv := range prepared {
+		if !defined[kv.Key] {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// withPreparedMounts appends the mounts the pipeline prepared to a
+// container's mounts; two at one container path would leave the runtime to
+// pick one, so that fails.
+func withPreparedMounts(mounts, prepared []*runtimeapi.Mount) ([]*runtimeapi.Mount, error) {
+	for _, m := range prepared {
+		for _, have := range mounts {
+			if have.ContainerPath == m.ContainerPath {
+				return nil, fmt.Errorf("prepared mount at %s: a volume is mounted there", m.ContainerPath)
+			}
+		}
+		mounts = append(mounts, m)
+	}
+	return mounts, nil
 }
 
 func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {

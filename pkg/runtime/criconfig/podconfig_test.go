@@ -41,7 +41,7 @@ func configPod() *v1.Pod {
 
 func TestSandboxConfig(t *testing.T) {
 	pod := configPod()
-	cfg, err := SandboxConfig(pod, 2, testOpts)
+	cfg, err := SandboxConfig(pod, 2, SandboxResources{}, testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestSandboxConfig(t *testing.T) {
 
 	pod.Spec.HostNetwork, pod.Spec.HostPID, pod.Spec.HostIPC = true, true, true
 	pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: ptr(true)}
-	cfg, _ = SandboxConfig(pod, 0, testOpts)
+	cfg, _ = SandboxConfig(pod, 0, SandboxResources{}, testOpts)
 	ns = cfg.Linux.SecurityContext.NamespaceOptions
 	if ns.Network != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_NODE || ns.Ipc != runtimeapi.NamespaceMode_NODE {
 		t.Errorf("host namespaces = %v", ns)

@@ -91,13 +91,13 @@ func TestContainerSecurityContext(t *testing.T) {
 func TestSandboxRefusesUserNamespace(t *testing.T) {
 	p := configPod()
 	p.Spec.HostUsers = kptr.To(false)
-	if _, err := SandboxConfig(p, 0, testOpts); !errors.Is(err, ErrUserNamespaces) {
+	if _, err := SandboxConfig(p, 0, SandboxResources{}, testOpts); !errors.Is(err, ErrUserNamespaces) {
 		t.Fatalf("err %v", err)
 	}
 	// A runtime with user namespaces: still refused, for nodelet's part.
 	opts := testOpts
 	opts.UserNamespaces = true
-	if _, err := SandboxConfig(p, 0, opts); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "does not allocate user namespace ID mappings") {
+	if _, err := SandboxConfig(p, 0, SandboxResources{}, opts); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "does not allocate user namespace ID mappings") {
 		t.Fatalf("err %v", err)
 	}
 }

@@ -7,6 +7,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // The pod-resource pipeline: what a pod's containers need besides their
@@ -16,16 +19,26 @@ import (
 // adding a hook there, not editing the syncer. Nomad's alloc-runner hooks
 // are the model: one required interface and optional ones a hook
 // implements when it has something to do at that point.
+//
+// A start of containers runs the phases in this order: CheckSpec (no I/O),
+// PrepareSandbox (before the sandbox config is built: the sandbox is
+// created in what it returns), Prepare (before the sandbox is created and
+// the containers with what it returns); each phase runs the hooks in
+// declared order and merges what they return. Package criconfig turns the
+// merged resources into CRI configs.
 
 // Resources is what the hooks prepared for a pod's containers, the input
 // of their CRI configs besides the spec.
 type Resources struct {
 	// VolumePaths are the node paths backing the pod's volumes, by name.
 	VolumePaths map[string]string
+	// Containers are what was prepared for single containers besides
+	// volumes (devices, variables, mounts), by container name.
+	Containers map[string]criconfig.ContainerResources
 }
 
-// merge adds what one hook prepared; a name prepared twice is a bug in
-// the pipeline's declaration.
+// merge adds what one hook prepared; a volume, device path, variable or
+// mount path prepared twice is a bug in the pipeline's declaration.
 func (r *Resources) merge(hook string, add Resources) error {
 	for name, path := range add.VolumePaths {
 		if _, ok := r.VolumePaths[name]; ok {
@@ -35,6 +48,40 @@ func (r *Resources) merge(hook string, add Resources) error {
 			r.VolumePaths = map[string]string{}
 		}
 		r.VolumePaths[name] = path
+	}
+	for name, c := range add.Containers {
+		have := r.Containers[name]
+		if err := errors.Join(
+			twice("device", have.Devices, c.Devices, (*runtimeapi.Device).GetContainerPath),
+			twice("variable", have.Env, c.Env, (*runtimeapi.KeyValue).GetKey),
+			twice("mount", have.Mounts, c.Mounts, (*runtimeapi.Mount).GetContainerPath),
+		); err != nil {
+			return fmt.Errorf("resource hook %s: container %q: %w", hook, name, err)
+		}
+		have.Devices = append(have.Devices, c.Devices...)
+		have.Env = append(have.Env, c.Env...)
+		have.Mounts = append(have.Mounts, c.Mounts...)
+		if r.Containers == nil {
+			r.Containers = map[string]criconfig.ContainerResources{}
+		}
+		r.Containers[name] = have
+	}
+	return nil
+}
+
+// twice fails for the first of add whose key is in have's or earlier in
+// add's.
+func twice[T any](what string, have, add []T, key func(T) string) error {
+	seen := make(map[string]bool, len(have)+len(add))
+	for _, x := range have {
+		seen[key(x)] = true
+	}
+	for _, x := range add {
+		k := key(x)
+		if seen[k] {
+			return fmt.Errorf("%s %q prepared twice", what, k)
+		}
+		seen[k] = true
 	}
 	return nil
 }
@@ -59,6 +106,16 @@ type ResourceHook interface {
 // how to make. CheckSpec does no I/O.
 type SpecChecker interface {
 	CheckSpec(pod *v1.Pod) error
+}
+
+// SandboxHook is a ResourceHook with something to prepare before the pod's
+// sandbox exists, because the sandbox is created with it (the pod cgroup,
+// the sandbox's cgroup parent). PrepareSandbox is called before every
+// start of containers, before the sandbox config is built, so it must be
+// cheap for a pod it prepared before. Its error fails the start as one of
+// creating the sandbox would (FailedCreatePodSandBox).
+type SandboxHook interface {
+	PrepareSandbox(ctx context.Context, pod *v1.Pod) (criconfig.SandboxResources, error)
 }
 
 // RunningKeeper is a ResourceHook whose resources must be kept current
@@ -86,6 +143,30 @@ func (s *Syncer) checkSpec(pod *v1.Pod) error {
 		}
 	}
 	return nil
+}
+
+// prepareSandbox runs the SandboxHooks' PrepareSandbox in order and stops
+// at the first failure; a cgroup parent set by two is a bug in the
+// pipeline's declaration.
+func (s *Syncer) prepareSandbox(ctx context.Context, pod *v1.Pod) (criconfig.SandboxResources, error) {
+	var res criconfig.SandboxResources
+	for _, h := range s.resources {
+		sh, ok := h.(SandboxHook)
+		if !ok {
+			continue
+		}
+		add, err := sh.PrepareSandbox(ctx, pod)
+		if err != nil {
+			return criconfig.SandboxResources{}, fmt.Errorf("resource hook %s: %w", h.Name(), err)
+		}
+		if add.CgroupParent != "" {
+			if res.CgroupParent != "" {
+				return criconfig.SandboxResources{}, fmt.Errorf("resource hook %s: cgroup parent prepared twice", h.Name())
+			}
+			res.CgroupParent = add.CgroupParent
+		}
+	}
+	return res, nil
 }
 
 // prepareResources runs the hooks' Prepare in order and stops at the first

@@ -2,8 +2,6 @@ package podsync
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +10,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/nodelet/nodelet/pkg/layout"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
@@ -33,6 +30,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		VolumePaths:            res.VolumePaths,
 		TerminationMessageFile: msgFile,
 		EtcHostsFile:           hostsFile,
+		Resources:              res.Containers[st.Name],
 		Warn: func(reason, message string) {
 			s.event(pod, v1.EventTypeWarning, reason, "%s", message)
 		},
@@ -93,38 +91,4 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 	klog.V(3).InfoS("Started container", "pod", klog.KObj(pod), "container", st.Name,
 		"containerID", id, "restartCount", st.RestartCount, "reason", st.Reason)
 	return runtime.ContainerWaiting{}, nil
-}
-
-// terminationMessageFile creates the empty host file a new container
-// instance writes its termination message to (mounted at its
-// terminationMessagePath), in the pod's directory so that it goes with the
-// pod: <root>/pods/<uid>/containers/<name>/<random>. "" without a root dir
-// or a path.
-func (s *Syncer) terminationMessageFile(pod *v1.Pod, c *v1.Container) (string, error) {
-	root := s.opts.Config.RootDir
-	if root == "" || c.TerminationMessagePath == "" {
-		return "", nil
-	}
-	if filepath.Base(string(pod.UID)) != string(pod.UID) || filepath.Base(c.Name) != c.Name {
-		return "", fmt.Errorf("termination message file: bad pod UID %q or container name %q", pod.UID, c.Name)
-	}
-	dir := layout.ContainerDir(root, pod.UID, c.Name)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return "", fmt.Errorf("termination message file of container %q: %w", c.Name, err)
-	}
-	var rnd [4]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return "", fmt.Errorf("termination message file: %w", err)
-	}
-	path := filepath.Join(dir, hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
-	if err != nil {
-		return "", fmt.Errorf("termination message file of container %q: %w", c.Name, err)
-	}
-	defer f.Close()
-	// Any user the container runs as must be able to write it.
-	if err := f.Chmod(0o666); err != nil {
-		return "", fmt.Errorf("termination message file of container %q: %w", c.Name, err)
-	}
-	return path, nil
 }

@@ -193,7 +193,7 @@ func hookRunner(rt Runtime, h HookRunner) HookRunner {
 }
 
 // SyncPod makes one pass at bringing pod to its spec, given what runs
-// (status, as from cri.Client.PodStatus; nil: nothing). Failures of single
+// (status, as from ReadPodStatus; nil: nothing). Failures of single
 // containers do not stop the others; they show in the result's Waiting
 // reasons and the first is the result's Err.
 func (s *Syncer) SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus) runtime.SyncResult {
@@ -270,6 +270,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 		attempt = p.status.LatestSandbox().Attempt
 	}
 	cfgOpts := s.opts.Config
+	var sbConfig *runtimeapi.PodSandboxConfig
 	if a.CreateSandbox && s.opts.ResolvConf != "" {
 		dns, err := readResolvConf(s.opts.ResolvConf)
 		if err != nil {
@@ -278,7 +279,10 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 		}
 		cfgOpts.HostDNS = dns
 	}
-	sbConfig, err := criconfig.SandboxConfig(pod, attempt, cfgOpts)
+	sbRes, err := s.prepareSandbox(ctx, pod)
+	if err == nil {
+		sbConfig, err = criconfig.SandboxConfig(pod, attempt, sbRes, cfgOpts)
+	}
 	if err != nil {
 		if a.CreateSandbox {
 			// Upstream's wording: the pod stays pending with this event.
