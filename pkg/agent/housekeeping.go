@@ -41,6 +41,7 @@ func (a *Agent) housekeepingLoop(ctx context.Context) {
 		}
 		if a.gc != nil && a.cfg.ContainerGCPeriod > 0 && time.Since(lastGC) >= a.cfg.ContainerGCPeriod && len(a.SourcesReady()) == 0 {
 			lastGC = time.Now()
+			klog.V(4).InfoS("Housekeeping: container garbage collection and pod directory cleanup")
 			if err := a.gc.GarbageCollect(ctx, a.wanted); err != nil {
 				klog.ErrorS(err, "Container garbage collection")
 			}

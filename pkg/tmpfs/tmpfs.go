@@ -43,8 +43,10 @@ func Options(perm os.FileMode, size int64) string {
 }
 
 // Ensure makes dir (created if missing, parents 0750) a tmpfs mount with
-// the given root mode and size limit. A dir that is already a mount point
-// is left as it is, so it is cheap to call before every write.
+// the given root mode and size limit. A dir that is already a tmpfs mount
+// is left as it is, so it is cheap to call before every write; a mount of
+// anything else there is refused, so a secret is never written onto a
+// filesystem that is not in memory (or not nodelet's).
 func Ensure(dir string, perm os.FileMode, size int64) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("create volume directory: %w", err)
@@ -54,6 +56,13 @@ func Ensure(dir string, perm os.FileMode, size int64) error {
 		return fmt.Errorf("mount check: %w", err)
 	}
 	if mounted {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil {
+			return fmt.Errorf("mount check: %w", err)
+		}
+		if st.Type != unix.TMPFS_MAGIC {
+			return fmt.Errorf("%s is a mount point of another filesystem (type %#x), not a tmpfs: refusing to write volume content there", dir, st.Type)
+		}
 		return nil
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", mountFlags, Options(perm, size)); err != nil {
@@ -62,29 +71,17 @@ func Ensure(dir string, perm os.FileMode, size int64) error {
 	return nil
 }
 
-// UnmountPod unmounts every mount point at
-// <root>/pods/<uid>/volumes/kubernetes.io~*/<volume>, the places Ensure is
-// used on. Mounts elsewhere are not nodelet's doing and are left alone. A
-// pod without volumes is fine.
+// UnmountPod unmounts the tmpfs mounted by Ensure at
+// <root>/pods/<uid>/volumes/kubernetes.io~*/<volume>. Any other mount
+// there (a volume of a kubelet that used the root dir before, an NFS share
+// bind-mounted by hand) is not nodelet's doing and is left alone: the
+// pod directory's cleanup reports it instead of deleting through it. A pod
+// without volumes is fine.
 func UnmountPod(root, uid string) error {
 	if root == "" || uid == "" {
 		return nil
 	}
-	base := layout.VolumesDir(root, types.UID(uid))
-	types, err := os.ReadDir(base)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, t := range types {
-		if t.IsDir() {
-			errs = append(errs, unmountVolumes(filepath.Join(base, t.Name())))
-		}
-	}
-	return errors.Join(errs...)
+	return unmountTmpfs(layout.VolumesDir(root, types.UID(uid)), 2)
 }
 
 // UnmountPlugin is UnmountPod for the volumes of one plugin
@@ -93,33 +90,39 @@ func UnmountPlugin(root, uid, plugin string) error {
 	if root == "" || uid == "" {
 		return nil
 	}
-	err := unmountVolumes(layout.PluginDir(root, types.UID(uid), plugin))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
+	return unmountTmpfs(layout.PluginDir(root, types.UID(uid), plugin), 1)
 }
 
-// unmountVolumes unmounts every mount point directly in a plugin
-// directory.
-func unmountVolumes(dir string) error {
-	vols, err := os.ReadDir(dir)
+// unmountTmpfs unmounts every tmpfs whose mount point is depth levels
+// below base, as the mount table shows it: a directory's being a mount
+// point says nothing about whose mount it is, its filesystem type does
+// (nodelet mounts only tmpfs there).
+func unmountTmpfs(base string, depth int) error {
+	base, err := filepath.Abs(base)
 	if err != nil {
 		return err
 	}
+	if real, err := filepath.EvalSymlinks(base); err == nil {
+		base = real
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else {
+		return err
+	}
+	mounts, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) {
+		parent := m.Mountpoint
+		for range depth {
+			parent = filepath.Dir(parent)
+		}
+		return m.FSType != "tmpfs" || parent != base, false
+	})
+	if err != nil {
+		return fmt.Errorf("read the mount table: %w", err)
+	}
 	var errs []error
-	for _, v := range vols {
-		if !v.IsDir() {
-			continue
-		}
-		vol := filepath.Join(dir, v.Name())
-		mounted, err := mountinfo.Mounted(vol)
-		if err != nil || !mounted {
-			errs = append(errs, err)
-			continue
-		}
-		if err := unix.Unmount(vol, unix.UMOUNT_NOFOLLOW); err != nil {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", vol, err))
+	for _, m := range mounts {
+		if err := unix.Unmount(m.Mountpoint, unix.UMOUNT_NOFOLLOW); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Mountpoint, err))
 		}
 	}
 	return errors.Join(errs...)

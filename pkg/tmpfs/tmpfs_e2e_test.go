@@ -56,3 +56,47 @@ func TestEnsureAndUnmount(t *testing.T) {
 		t.Fatalf("still mounted after UnmountPod: %v %v", m, err)
 	}
 }
+
+// TestUnmountLeavesForeignMounts: a mount in a pod's volume directory
+// that is not a tmpfs of nodelet's (a bind of another directory, as an NFS
+// share or a kubelet that used the root dir before would leave) stays
+// mounted through UnmountPod and UnmountPlugin, whatever its filesystem.
+func TestUnmountLeavesForeignMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root to mount")
+		}
+		t.Skip("needs root to mount")
+	}
+	root, scratch := t.TempDir(), t.TempDir()
+	foreign := layout.VolumeDir(root, "u", "kubernetes.io~nfs", "data")
+	ownDir := layout.VolumeDir(root, "u", layout.PluginSecret, "s")
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(scratch, foreign, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(foreign, unix.MNT_DETACH) })
+	if err := Ensure(ownDir, 0o1777, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(ownDir, unix.MNT_DETACH) })
+
+	if err := UnmountPlugin(root, "u", "kubernetes.io~nfs"); err != nil {
+		t.Fatalf("UnmountPlugin: %v", err)
+	}
+	if err := UnmountPod(root, "u"); err != nil {
+		t.Fatalf("UnmountPod: %v", err)
+	}
+	if m, err := mountinfo.Mounted(foreign); err != nil || !m {
+		t.Fatalf("the foreign bind mount was taken away: mounted %v, %v", m, err)
+	}
+	if m, err := mountinfo.Mounted(ownDir); err != nil || m {
+		t.Fatalf("nodelet's tmpfs is still mounted: %v, %v", m, err)
+	}
+	// Nor is a volume's content written onto such a mount.
+	if err := Ensure(foreign, 0o755, 1<<20); err == nil {
+		t.Fatal("Ensure accepted a bind mount of a disk directory as the volume's tmpfs")
+	}
+}
