@@ -58,6 +58,9 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	policy := pullPolicy(c)
 	if policy != v1.PullAlways {
 		img, err := s.rt.ImageStatus(ctx, image)
+		if err != nil && ctx.Err() != nil {
+			return abandoned(ctx, ErrImageInspect, image)
+		}
 		if err != nil {
 			msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
 			s.event(pod, v1.EventTypeWarning, ReasonFailed, "%s", msg)
@@ -104,6 +107,9 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	start := s.clock.Now()
 	ref, err := s.pull(ctx, pod, image, kr.ring.Lookup(image), sb)
 	s.observe(OpPullImage, start, err)
+	if err != nil && ctx.Err() != nil {
+		return abandoned(ctx, ErrImagePull, image)
+	}
 	if err != nil {
 		period := s.pulls.failed(pod.UID, image, s.clock.Now())
 		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Failed to pull image %q: %v", image, err)
@@ -118,6 +124,14 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	s.pulls.succeeded(pod.UID, image)
 	s.event(pod, v1.EventTypeNormal, ReasonPulled, "Successfully pulled image %q in %v", image, s.clock.Since(start).Round(time.Millisecond))
 	return imageResult{ref: ref}
+}
+
+// abandoned is the outcome of an image check or pull whose sync ended
+// before it did (it failed elsewhere, or the pod went away): nothing is
+// known about the image, so there is no event, no waiting reason and no
+// back-off; the next sync asks again.
+func abandoned(ctx context.Context, class error, image string) imageResult {
+	return imageResult{err: fmt.Errorf("%w: image %q: the sync ended: %w", class, image, context.Cause(ctx))}
 }
 
 // pullPolicy is the container's policy, defaulted as the API does: Always

@@ -331,6 +331,10 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 			p.fail(img.err)
 			continue
 		}
+		if img.err != nil { // the sync is ending: nothing to start with
+			p.fail(img.err)
+			continue
+		}
 		if needIPs && (criconfig.NeedsPodIP(st.Spec) || hookNeedsPodIP(st.Spec)) {
 			podIPs, err = p.podIPs(ctx, a.CreateSandbox, sandboxID)
 			if err != nil {

@@ -578,3 +578,30 @@ func statDir(p string) (bool, error) {
 	}
 	return fi.IsDir(), nil
 }
+
+// TestSyncPodAbandonedImagePull: a sync that ends while its image check or
+// pull is under way (it failed elsewhere, or the pod went away) reports no
+// image failure: no Failed event (the e2e suite takes reason Failed for a
+// container that could not be created), no waiting reason and no back-off,
+// so the next sync pulls again at once.
+func TestSyncPodAbandonedImagePull(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod("a")
+	pod.Spec.Containers[0].Image = "nginx:1.2"
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.rt.pullErr = ctx.Err()
+	res := h.s.SyncPod(ctx, pod, h.rt.status(pod.UID))
+	if res.Err == nil || res.Waiting["a"].Reason != "" || res.RetryAfter != 0 {
+		t.Fatalf("abandoned sync: %+v, want an error and no waiting reason or back-off", res)
+	}
+	for _, e := range h.takeEvents() {
+		if strings.HasPrefix(e, "Warning") {
+			t.Errorf("abandoned sync recorded %q", e)
+		}
+	}
+	h.rt.pullErr = nil
+	if res := h.sync(pod); res.Err != nil || len(res.Waiting) != 0 {
+		t.Fatalf("next sync is not in back-off and pulls: %+v", res)
+	}
+}
