@@ -129,7 +129,7 @@ type RunningKeeper interface {
 // resourceHooks declares the pipeline, in the order its hooks run.
 func resourceHooks(opts Options) []ResourceHook {
 	return []ResourceHook{
-		&volumeHook{config: opts.Config, provider: opts.Volumes},
+		newVolumeHook(opts.Config, opts.Volumes),
 	}
 }
 

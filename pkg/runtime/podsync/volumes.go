@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,10 +30,7 @@ var errNoProvider = errors.New("volumes with content from the API server need --
 // plugin of each of a pod's volumes (package volumes) to make it. The
 // plugins of volumes with API content exist when there is a provider.
 type volumeHook struct {
-	config   criconfig.ConfigOptions
-	provider VolumeProvider
-
-	once    sync.Once
+	config  criconfig.ConfigOptions
 	plugins *volumes.Registry
 }
 
@@ -43,27 +39,17 @@ var (
 	_ RunningKeeper = (*volumeHook)(nil)
 )
 
-func (*volumeHook) Name() string { return "volumes" }
-
-// registry returns the volume plugins, built at first use (the hook is
-// built as a literal).
-func (h *volumeHook) registry() *volumes.Registry {
-	h.once.Do(func() {
-		var content volumes.Content
-		if h.provider != nil {
-			content = h.provider
-		}
-		h.plugins = volumes.NewRegistry(h.config.RootDir, content)
-	})
-	return h.plugins
+func newVolumeHook(config criconfig.ConfigOptions, provider VolumeProvider) *volumeHook {
+	return &volumeHook{config: config, plugins: volumes.NewRegistry(config.RootDir, provider)}
 }
+
+func (*volumeHook) Name() string { return "volumes" }
 
 // CheckSpec fails for the first volume no plugin can make.
 func (h *volumeHook) CheckSpec(pod *v1.Pod) error {
-	plugins := h.registry()
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		plugin := plugins.Find(v)
+		plugin := h.plugins.Find(v)
 		if plugin == nil {
 			err := criconfig.CheckVolume(v)
 			if v.Projected != nil {
@@ -83,9 +69,8 @@ func (h *volumeHook) CheckSpec(pod *v1.Pod) error {
 // is how they learn of the pods adopted; for a pod they know, it does
 // nothing.
 func (h *volumeHook) KeepRunning(ctx context.Context, pod *v1.Pod) error {
-	plugins := h.registry()
 	for i := range pod.Spec.Volumes {
-		if k, ok := plugins.Find(&pod.Spec.Volumes[i]).(volumes.Keeper); ok {
+		if k, ok := h.plugins.Find(&pod.Spec.Volumes[i]).(volumes.Keeper); ok {
 			if err := k.KeepCurrent(ctx, pod); err != nil {
 				return err
 			}
@@ -114,7 +99,7 @@ func (h *volumeHook) Teardown(ctx context.Context, uid types.UID) error {
 	if uid == "" {
 		return nil
 	}
-	return h.registry().TearDown(ctx, uid)
+	return h.plugins.TearDown(ctx, uid)
 }
 
 // Prepare makes the node side of a pod's volumes exist, each by its
@@ -127,11 +112,10 @@ func (h *volumeHook) Prepare(ctx context.Context, pod *v1.Pod) (Resources, error
 	if err != nil {
 		return Resources{}, err
 	}
-	plugins := h.registry()
 	for _, local := range [...]bool{true, false} {
 		for i := range pod.Spec.Volumes {
 			v := &pod.Spec.Volumes[i]
-			plugin := plugins.Find(v)
+			plugin := h.plugins.Find(v)
 			if plugin == nil || criconfig.IsBuiltinVolume(v) != local {
 				continue
 			}
