@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,7 +66,7 @@ func StartCluster(t testing.TB, nodeName string) *Cluster {
 	kubectl, err := clusterKubectl(root)
 	RequireRealParts(t, "kubectl", err)
 
-	port, err := clusterFreePort()
+	port, err := freePort()
 	if err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
@@ -211,15 +210,6 @@ func clusterReadEnv(path string) (map[string]string, error) {
 		}
 	}
 	return vals, sc.Err()
-}
-
-func clusterFreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func clusterIsExec(path string) bool {

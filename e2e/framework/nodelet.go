@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -343,17 +342,6 @@ func findStatus(list []v1.ContainerStatus, name string) *v1.ContainerStatus {
 		}
 	}
 	return nil
-}
-
-// FreePort returns a TCP port free on loopback right now.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // CRIClient dials rt with nodelet's own CRI client, for tests that look at
