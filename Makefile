@@ -38,8 +38,9 @@ cluster-up:
 cluster-down:
 	bash hack/cluster-down.sh $(STATE)/cluster
 
+# Every fuzz target for FUZZTIME (default 30s each); FUZZ=FuzzName runs one.
 fuzz:
-	go test ./pkg/config -run '^$$' -fuzz FuzzDecodeManifest -fuzztime 30s
+	FUZZTIME=$(or $(FUZZTIME),30s) bash hack/fuzz.sh $(FUZZ)
 
 # Upstream node conformance specs against nodelet (AGENT=upstream: the upstream kubelet); see docs/CONFORMANCE.md.
 AGENT ?= nodelet

@@ -3,6 +3,7 @@
 # real containerd (and, for the cluster tests, a real kube-apiserver built from the tools module).
 #   bash hack/test.sh          # everything (what .ci/run calls)
 #   bash hack/test.sh unit     # vet + unit tests only
+#   bash hack/test.sh fuzz     # every fuzz target for FUZZTIME (default here 10s)
 #   bash hack/test.sh e2e      # end-to-end only
 #   bash hack/test.sh conformance  # the node conformance smoke subset only (hack/conformance-smoke.txt)
 # Under CI=true an end-to-end test that cannot find its real parts fails instead of skipping.
@@ -17,6 +18,11 @@ unit() {
   go vet -tags e2e ./...
   log "unit tests"
   go test -race -count=1 ./...
+}
+
+# Every fuzz target for a short time (hack/fuzz.sh; `make fuzz` runs them longer).
+fuzz() {
+  FUZZTIME="${FUZZTIME:-10s}" bash hack/fuzz.sh
 }
 
 e2e() {
@@ -54,9 +60,10 @@ conformance() {
 
 case "$what" in
   unit) unit ;;
+  fuzz) fuzz ;;
   e2e) e2e ;;
   conformance) conformance ;;
-  all) unit; e2e; conformance ;;
-  *) die "usage: $0 [unit|e2e|conformance|all]" ;;
+  all) unit; fuzz; e2e; conformance ;;
+  *) die "usage: $0 [unit|fuzz|e2e|conformance|all]" ;;
 esac
 log "all tests passed"
