@@ -335,6 +335,15 @@ func InitContainerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
 	return findStatus(p.Status.InitContainerStatuses, name)
 }
 
+// EphemeralContainerStatus returns the status of the named ephemeral
+// container of p.
+func EphemeralContainerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
+	if p == nil {
+		return nil
+	}
+	return findStatus(p.Status.EphemeralContainerStatuses, name)
+}
+
 func findStatus(list []v1.ContainerStatus, name string) *v1.ContainerStatus {
 	for i := range list {
 		if list[i].Name == name {

@@ -53,7 +53,7 @@ var featureIssues = []struct {
 	match *regexp.Regexp
 	issue string
 }{
-	{regexp.MustCompile(`Ephemeral Containers`), "ephemeral containers (not implemented; no issue filed yet)"},
+	{regexp.MustCompile(`Ephemeral Containers`), "#20 debugging (ephemeral containers)"},
 	{regexp.MustCompile(`(?i)security ?context|sysctl|privileged|runAsNonRoot|runAsUser|runAsGroup|allowPrivilegeEscalation|readOnlyRootFilesystem|AppArmor|seccomp|capabilit|user namespace|hostIPC|hostPID`), "#12 security"},
 	{regexp.MustCompile(`(?i)probe|probing|lifecycle hook|prestop|poststart|sidecar|restartable|termination message|activeDeadlineSeconds|graceful|terminat`), "#10 lifecycle"},
 	{regexp.MustCompile(`(?i)configmap|secret|downward ?api|projected|variable expansion|env(ironment)? var|\benv\b|/etc/hosts|etc hosts|KubeletManagedEtcHosts|service account|pull secret`), "#11 config"},

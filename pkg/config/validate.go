@@ -70,6 +70,12 @@ func validateSpec(s *v1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, validateContainer(c, path.Child("containers").Index(i), names, hostPorts, volumes, s.HostNetwork)...)
 	}
 
+	// As the API server on create: ephemeral containers are only ever added
+	// to a running API pod through its ephemeralcontainers subresource. A
+	// manifest's would run unchecked (names, targets) beside its containers.
+	if len(s.EphemeralContainers) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("ephemeralContainers"), "cannot be set on create"))
+	}
 	if !restartPolicies.Has(string(s.RestartPolicy)) {
 		errs = append(errs, field.NotSupported(path.Child("restartPolicy"), s.RestartPolicy, sets.List(restartPolicies)))
 	}

@@ -41,6 +41,9 @@ func TestValidatePod(t *testing.T) {
 		{"init container name clashes", func(p *v1.Pod) {
 			p.Spec.InitContainers = []v1.Container{{Name: "app", Image: "x:1", ImagePullPolicy: v1.PullAlways, TerminationMessagePolicy: v1.TerminationMessageReadFile}}
 		}, []string{`spec.containers[0].name: Duplicate value: "app"`}},
+		{"ephemeral container in a manifest", func(p *v1.Pod) {
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg", Image: "x:1"}}}
+		}, []string{"spec.ephemeralContainers: Forbidden: cannot be set on create"}},
 		{"container name not a label", func(p *v1.Pod) { p.Spec.Containers[0].Name = "My_App" }, []string{`spec.containers[0].name: Invalid value: "My_App"`}},
 		{"missing image", func(p *v1.Pod) { p.Spec.Containers[0].Image = " " }, []string{"spec.containers[0].image: Required value"}},
 		{"image whitespace", func(p *v1.Pod) { p.Spec.Containers[0].Image = "busybox:1.35 " }, []string{"spec.containers[0].image: Invalid value"}},

@@ -69,12 +69,16 @@ func newFakeNode() *fakeNode {
 				Containers: []*runtime.ContainerStatus{{ID: "retry-1", Name: "app", State: runtime.ContainerStateExited, ExitCode: 0, LogPath: "/logs/retry/app/0.log"}},
 			},
 			"api-uid": {
-				Sandboxes:  []*runtime.SandboxStatus{{ID: "sb-api", State: runtime.SandboxStateNotReady}},
-				Containers: []*runtime.ContainerStatus{{ID: "api-1", Name: "app", State: runtime.ContainerStateExited, LogPath: "/logs/api/app/0.log"}},
+				Sandboxes: []*runtime.SandboxStatus{{ID: "sb-api", State: runtime.SandboxStateNotReady}},
+				Containers: []*runtime.ContainerStatus{
+					{ID: "dbg-1", Name: "dbg", State: runtime.ContainerStateExited, LogPath: "/logs/api/dbg/0.log"},
+					{ID: "api-1", Name: "app", State: runtime.ContainerStateExited, LogPath: "/logs/api/app/0.log"},
+				},
 			},
 		},
 	}
 	n.pods["prod/job"].Spec.RestartPolicy = v1.RestartPolicyNever
+	n.pods["prod/api"].Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg"}}}
 	n.pods["prod/retry"].Spec.RestartPolicy = v1.RestartPolicyOnFailure
 	return n
 }
@@ -171,6 +175,9 @@ func TestContainerLogs(t *testing.T) {
 		{"no previous, never restarted", "/containerLogs/prod/job/app?previous=true", 400, `previous terminated container "app" in pod "job" not found`},
 		{"no previous, succeeded on failure policy", "/containerLogs/prod/retry/app?previous=true", 400, `previous terminated container "app" in pod "retry" not found`},
 		{"terminated for good", "/containerLogs/prod/job/app", 200, "id=job-1"},
+		{"ephemeral container", "/containerLogs/prod/api/dbg", 200, "path=/logs/api/dbg/0.log id=dbg-1"},
+		// Exited under restartPolicy Always, but never restarted: no previous.
+		{"ephemeral: no previous", "/containerLogs/prod/api/dbg?previous=true", 400, `previous terminated container "dbg" in pod "api" not found`},
 		{"never started", "/containerLogs/default/web-node-a/idle", 400, `container "idle" in pod "web-node-a" is waiting to start`},
 		{"unknown container", "/containerLogs/default/web-node-a/nope", 404, "not found"},
 		{"unknown pod", "/containerLogs/default/nope/app", 404, "pod default/nope: not found"},

@@ -107,11 +107,16 @@ func (d APIDeps) findContainer(ctx context.Context, p *v1.Pod, name string, prev
 }
 
 // willRestart reports whether c is dead and its restart policy brings it
-// back, so that its status shows it as the last termination of a waiting
+// back (an ephemeral container's never does), so that its status shows it as the last termination of a waiting
 // container rather than as the current state.
 func willRestart(p *v1.Pod, c *runtime.ContainerStatus) bool {
 	if c.State != runtime.ContainerStateExited && c.State != runtime.ContainerStateUnknown {
 		return false
+	}
+	for _, ec := range p.Spec.EphemeralContainers {
+		if ec.Name == c.Name {
+			return false // never restarted
+		}
 	}
 	switch p.Spec.RestartPolicy {
 	case v1.RestartPolicyNever:

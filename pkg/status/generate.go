@@ -77,7 +77,7 @@ func Generate(in Input) v1.PodStatus {
 
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, true, in)
 	s.ContainerStatuses = containerStatuses(pod.Spec.Containers, false, in)
-	s.EphemeralContainerStatuses = ephemeralStatuses(pod)
+	s.EphemeralContainerStatuses = ephemeralStatuses(pod, in)
 	limitTerminationMessages(pod, &s)
 	s.Phase = phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	if in.Killed {
@@ -123,26 +123,24 @@ const (
 	reasonPodInitializing   = "PodInitializing"
 )
 
-// ReasonEphemeralNotSupported is the waiting reason of every ephemeral
-// container (kubectl debug): nodelet does not run them yet, and says so in
-// the pod's status rather than leaving them silently never started.
-const ReasonEphemeralNotSupported = "EphemeralContainersNotSupported"
-
-func ephemeralStatuses(pod *v1.Pod) []v1.ContainerStatus {
+// ephemeralStatuses reports the pod's ephemeral containers (kubectl debug)
+// as upstream does: like an app container (waiting until created, then
+// running or terminated, with image, image ID and container ID), but never
+// ready and never restarted, so a terminated one stays terminated and its
+// restart count stays 0.
+func ephemeralStatuses(pod *v1.Pod, in Input) []v1.ContainerStatus {
 	if len(pod.Spec.EphemeralContainers) == 0 {
 		return nil
 	}
 	out := make([]v1.ContainerStatus, 0, len(pod.Spec.EphemeralContainers))
-	for _, c := range pod.Spec.EphemeralContainers {
-		out = append(out, v1.ContainerStatus{
-			Name:    c.Name,
-			Image:   c.Image,
-			Started: new(bool),
-			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{
-				Reason:  ReasonEphemeralNotSupported,
-				Message: "nodelet does not run ephemeral containers (kubectl debug) yet",
-			}},
-		})
+	for i := range pod.Spec.EphemeralContainers {
+		c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		cs := containerStatus(c, false, Input{Pod: in.Pod, Runtime: in.Runtime, Waiting: in.Waiting, RuntimeName: in.RuntimeName})
+		// No probes run for them; readiness is the app containers'.
+		cs.Ready = false
+		cs.LastTerminationState = v1.ContainerState{}
+		cs.RestartCount = 0
+		out = append(out, cs)
 	}
 	return out
 }

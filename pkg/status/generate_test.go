@@ -255,20 +255,95 @@ func TestGenerateObservedGeneration(t *testing.T) {
 	}
 }
 
-// TestGenerateEphemeralRefused: ephemeral containers are never run, and the
-// status says why instead of leaving them out.
-func TestGenerateEphemeralRefused(t *testing.T) {
-	pod := specPod(v1.RestartPolicyAlways, "a")
-	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox"}}}
-	s := Generate(Input{Pod: pod, Runtime: &runtime.PodStatus{Containers: []*runtime.ContainerStatus{running("a", 0)}, Sandboxes: readySandbox()}, Now: t0})
-	if len(s.EphemeralContainerStatuses) != 1 {
-		t.Fatalf("ephemeral statuses %+v", s.EphemeralContainerStatuses)
+// TestGenerateEphemeral: ephemeral containers are reported like app
+// containers but never ready, with restart count 0, and do not change the
+// pod's phase or readiness.
+func TestGenerateEphemeral(t *testing.T) {
+	withImage := func(c *runtime.ContainerStatus) *runtime.ContainerStatus {
+		c.Image, c.ImageRef = "docker.io/library/busybox:1.35", "sha256:bb"
+		return c
 	}
-	es := s.EphemeralContainerStatuses[0]
-	if es.Name != "debugger" || es.State.Waiting == nil || es.State.Waiting.Reason != ReasonEphemeralNotSupported || es.Started == nil || *es.Started {
-		t.Errorf("ephemeral status %+v", es)
+	tests := []struct {
+		name      string
+		policy    v1.RestartPolicy
+		ctrs      []*runtime.ContainerStatus
+		waiting   map[string]runtime.ContainerWaiting
+		check     func(v1.ContainerStatus) bool
+		wantPhase v1.PodPhase
+		wantReady bool
+	}{
+		{
+			name: "not created yet", policy: v1.RestartPolicyAlways, ctrs: []*runtime.ContainerStatus{running("a", 0)},
+			check: func(es v1.ContainerStatus) bool {
+				return es.State.Waiting != nil && es.State.Waiting.Reason == "ContainerCreating" && es.ContainerID == "" &&
+					es.Image == "busybox" && es.Started != nil && !*es.Started
+			},
+			wantPhase: v1.PodRunning, wantReady: true,
+		},
+		{
+			name: "start failed", policy: v1.RestartPolicyAlways, ctrs: []*runtime.ContainerStatus{running("a", 0)},
+			waiting: map[string]runtime.ContainerWaiting{"debugger": {Reason: "CreateContainerConfigError", Message: "unable to find target container x"}},
+			check: func(es v1.ContainerStatus) bool {
+				return es.State.Waiting != nil && es.State.Waiting.Reason == "CreateContainerConfigError" &&
+					es.State.Waiting.Message == "unable to find target container x"
+			},
+			wantPhase: v1.PodRunning, wantReady: true,
+		},
+		{
+			name: "running", policy: v1.RestartPolicyAlways, ctrs: []*runtime.ContainerStatus{withImage(running("debugger", 0)), running("a", 0)},
+			check: func(es v1.ContainerStatus) bool {
+				return es.State.Running != nil && !es.Ready && es.Started != nil && *es.Started && es.RestartCount == 0 &&
+					es.ContainerID == "containerd://debugger-id" && es.Image == "docker.io/library/busybox:1.35" && es.ImageID == "sha256:bb"
+			},
+			wantPhase: v1.PodRunning, wantReady: true,
+		},
+		{
+			name: "exited under Always: terminated for good", policy: v1.RestartPolicyAlways,
+			ctrs: []*runtime.ContainerStatus{exited("debugger", 3, 0), running("a", 0)},
+			check: func(es v1.ContainerStatus) bool {
+				t := es.State.Terminated
+				return t != nil && t.ExitCode == 3 && t.Reason == "Error" && t.ContainerID == "containerd://debugger-x" &&
+					es.LastTerminationState.Terminated == nil && es.RestartCount == 0 && !es.Ready
+			},
+			wantPhase: v1.PodRunning, wantReady: true,
+		},
+		{
+			name: "running while the app container is done: phase from the app", policy: v1.RestartPolicyNever,
+			ctrs:      []*runtime.ContainerStatus{running("debugger", 0), exited("a", 0, 0)},
+			check:     func(es v1.ContainerStatus) bool { return es.State.Running != nil },
+			wantPhase: v1.PodSucceeded, wantReady: false,
+		},
 	}
-	if s.Phase != v1.PodRunning {
-		t.Errorf("phase %s: an ephemeral container must not change the pod's phase", s.Phase)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := specPod(tc.policy, "a")
+			pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{
+				EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox"},
+				TargetContainerName:      "a",
+			}}
+			s := Generate(Input{Pod: pod, Runtime: &runtime.PodStatus{Containers: tc.ctrs, Sandboxes: readySandbox()},
+				Waiting: tc.waiting, Now: t0})
+			if len(s.EphemeralContainerStatuses) != 1 || s.EphemeralContainerStatuses[0].Name != "debugger" {
+				t.Fatalf("ephemeral statuses %+v", s.EphemeralContainerStatuses)
+			}
+			if es := s.EphemeralContainerStatuses[0]; !tc.check(es) {
+				t.Errorf("ephemeral status %+v", es)
+			}
+			if len(s.ContainerStatuses) != 1 {
+				t.Errorf("container statuses %+v: the ephemeral container must not be among them", s.ContainerStatuses)
+			}
+			if s.Phase != tc.wantPhase {
+				t.Errorf("phase %s, want %s", s.Phase, tc.wantPhase)
+			}
+			ready := false
+			for _, c := range s.Conditions {
+				if c.Type == v1.PodReady {
+					ready = c.Status == v1.ConditionTrue
+				}
+			}
+			if ready != tc.wantReady {
+				t.Errorf("pod ready %v, want %v", ready, tc.wantReady)
+			}
+		})
 	}
 }

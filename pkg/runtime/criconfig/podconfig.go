@@ -161,6 +161,10 @@ type ContainerParams struct {
 	// Resources are what the pipeline prepared for this container besides
 	// its volumes.
 	Resources ContainerResources
+	// TargetContainerID, for an ephemeral container with a
+	// targetContainerName, is the runtime ID of the target's running
+	// instance: the container joins its process namespace.
+	TargetContainerID string
 }
 
 // ContainerConfig builds the config of one container instance, and the
@@ -361,12 +365,16 @@ func containerResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 }
 
 func allContainers(pod *v1.Pod) []*v1.Container {
-	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	out := make([]*v1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)+len(pod.Spec.EphemeralContainers))
 	for i := range pod.Spec.InitContainers {
 		out = append(out, &pod.Spec.InitContainers[i])
 	}
 	for i := range pod.Spec.Containers {
 		out = append(out, &pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		// EphemeralContainerCommon has exactly Container's fields.
+		out = append(out, (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	return out
 }

@@ -435,3 +435,27 @@ func TestNeedsPodIP(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestAllContainers: init, app, then ephemeral containers, pointing into
+// the spec (env and volume references of a debugger count too).
+func TestAllContainers(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "i"}},
+		Containers:     []v1.Container{{Name: "a"}, {Name: "b"}},
+		EphemeralContainers: []v1.EphemeralContainer{
+			{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg"}, TargetContainerName: "a"},
+		},
+	}}
+	all := AllContainers(pod)
+	var names []string
+	for _, c := range all {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "i,a,b,dbg" {
+		t.Fatalf("AllContainers = %v", names)
+	}
+	all[3].Image = "changed"
+	if pod.Spec.EphemeralContainers[0].Image != "changed" {
+		t.Error("the ephemeral container is a copy, not the spec's")
+	}
+}

@@ -63,6 +63,12 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, p ContainerParams, o
 	if err != nil {
 		return nil, err
 	}
+	if p.TargetContainerID != "" && ns.Pid == runtimeapi.NamespaceMode_CONTAINER {
+		// An ephemeral container with a target sees the target's
+		// processes. A pod sharing one process namespace (or the node's)
+		// already gives it that.
+		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, p.TargetContainerID
+	}
 	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: ns}
 	var procMount *v1.ProcMountType
 	if psc := pod.Spec.SecurityContext; psc != nil {

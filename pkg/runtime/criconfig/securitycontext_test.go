@@ -64,6 +64,28 @@ func TestContainerSecurityContext(t *testing.T) {
 		{name: "runAsNonRoot with root image", params: ContainerParams{ImageUID: kptr.To[int64](0)},
 			mut: func(p *v1.Pod) { p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsNonRoot: kptr.To(true)} },
 			err: "container has runAsNonRoot and image will run as root"},
+		{name: "target container: its process namespace", params: ContainerParams{TargetContainerID: "ctr-1"},
+			check: func(sc *runtimeapi.LinuxContainerSecurityContext) bool {
+				ns := sc.GetNamespaceOptions()
+				return ns.GetPid() == runtimeapi.NamespaceMode_TARGET && ns.GetTargetId() == "ctr-1" &&
+					ns.GetNetwork() == runtimeapi.NamespaceMode_POD && ns.GetIpc() == runtimeapi.NamespaceMode_POD
+			}},
+		{name: "no target: own process namespace", check: func(sc *runtimeapi.LinuxContainerSecurityContext) bool {
+			ns := sc.GetNamespaceOptions()
+			return ns.GetPid() == runtimeapi.NamespaceMode_CONTAINER && ns.GetTargetId() == ""
+		}},
+		{name: "target in a pod sharing its process namespace: the pod's", params: ContainerParams{TargetContainerID: "ctr-1"},
+			mut: func(p *v1.Pod) { p.Spec.ShareProcessNamespace = kptr.To(true) },
+			check: func(sc *runtimeapi.LinuxContainerSecurityContext) bool {
+				ns := sc.GetNamespaceOptions()
+				return ns.GetPid() == runtimeapi.NamespaceMode_POD && ns.GetTargetId() == ""
+			}},
+		{name: "target in a host-PID pod: the node's", params: ContainerParams{TargetContainerID: "ctr-1"},
+			mut: func(p *v1.Pod) { p.Spec.HostPID = true },
+			check: func(sc *runtimeapi.LinuxContainerSecurityContext) bool {
+				ns := sc.GetNamespaceOptions()
+				return ns.GetPid() == runtimeapi.NamespaceMode_NODE && ns.GetTargetId() == ""
+			}},
 		{name: "user namespace", mut: func(p *v1.Pod) { p.Spec.HostUsers = kptr.To(false) }, err: "runtime does not support user namespaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

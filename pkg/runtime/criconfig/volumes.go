@@ -48,7 +48,8 @@ func APIVolumePlugin(v *v1.Volume) string {
 	return ""
 }
 
-// AllContainers returns the pod's init containers, then its containers.
+// AllContainers returns the pod's init containers, then its containers,
+// then its ephemeral containers (as Containers pointing into the spec).
 func AllContainers(pod *v1.Pod) []*v1.Container { return allContainers(pod) }
 
 // CheckVolumes fails for the first volume nodelet cannot provide by itself

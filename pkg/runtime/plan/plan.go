@@ -22,8 +22,8 @@ type BackoffView interface {
 }
 
 // Actions is the plan for one sync of a pod, executed in this order:
-// KillPod, ContainersToKill, CreateSandbox, ContainersToStart,
-// ContainersToRemove, SandboxesToRemove.
+// KillPod, ContainersToKill, CreateSandbox, EphemeralToStart,
+// ContainersToStart, ContainersToRemove, SandboxesToRemove.
 type Actions struct {
 	// KillPod: stop every container and sandbox of the pod first.
 	KillPod       bool
@@ -40,6 +40,10 @@ type Actions struct {
 	// ContainersToStart in start order: spec order, init containers one at
 	// a time before any app container.
 	ContainersToStart []Start
+	// EphemeralToStart are the ephemeral containers to start in the
+	// existing sandbox, in spec order, before ContainersToStart (as
+	// upstream: a failing init container does not keep a debugger out).
+	EphemeralToStart []Start
 	// ContainersInBackoff maps container names to the back-off still to
 	// wait before their restart.
 	ContainersInBackoff map[string]time.Duration
@@ -58,7 +62,16 @@ type Actions struct {
 // spec wants, so another sync of the same runtime state would be a no-op.
 func (a Actions) Idle() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.ContainersToKill) == 0 && len(a.ContainersToStart) == 0 &&
-		len(a.ContainersInBackoff) == 0 && len(a.ContainersToRemove) == 0 && len(a.SandboxesToRemove) == 0
+		len(a.EphemeralToStart) == 0 && len(a.ContainersInBackoff) == 0 && len(a.ContainersToRemove) == 0 && len(a.SandboxesToRemove) == 0
+}
+
+// Starts returns every container instance to start, in start order:
+// EphemeralToStart, then ContainersToStart.
+func (a Actions) Starts() []Start {
+	if len(a.EphemeralToStart) == 0 {
+		return a.ContainersToStart
+	}
+	return append(append([]Start(nil), a.EphemeralToStart...), a.ContainersToStart...)
 }
 
 // Kill says why a container is stopped.
@@ -96,6 +109,14 @@ type Start struct {
 	// AfterExit, when set, is when the instance this one replaces exited:
 	// the start is a crash-loop restart and advances the back-off.
 	AfterExit time.Time
+	// Ephemeral: an ephemeral container (Spec points into the pod's
+	// ephemeralContainers), started once and never restarted.
+	Ephemeral bool
+	// Target is an ephemeral container's targetContainerName: it joins
+	// that container's process namespace. TargetID is the running
+	// instance of the target in the sandbox, "" when none runs (the start
+	// must fail: there is no namespace to join).
+	Target, TargetID string
 }
 
 // Compute plans a sync of pod given what runs (status may be nil: nothing
@@ -120,6 +141,10 @@ func ComputeWithProbes(pod *v1.Pod, status *runtime.PodStatus, backoff BackoffVi
 	} else {
 		p.a.SandboxID = status.LatestSandbox().ID
 		p.inSandbox()
+	}
+	if p.a.KillPod {
+		// Nothing starts in a sandbox that is being stopped.
+		p.a.EphemeralToStart = nil
 	}
 	p.prune()
 	return p.a
@@ -209,6 +234,7 @@ func (p *planner) inSandbox() {
 	if p.pod.DeletionTimestamp != nil {
 		return
 	}
+	p.ephemeral()
 	if !p.initDone() {
 		return
 	}

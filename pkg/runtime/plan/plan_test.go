@@ -102,6 +102,9 @@ type view struct {
 	SandboxID     string
 	Kill          []string
 	Start         []string
+	// Ephemeral are the EphemeralToStart entries, "name" or
+	// "name>target@targetID".
+	Ephemeral     []string
 	Backoff       map[string]time.Duration
 	Remove        []string
 	RemoveSandbox []string
@@ -127,6 +130,16 @@ func project(a Actions) view {
 			e += "!badspec"
 		}
 		v.Start = append(v.Start, e)
+	}
+	for _, s := range a.EphemeralToStart {
+		e := s.Name
+		if s.Target != "" {
+			e += ">" + s.Target + "@" + s.TargetID
+		}
+		if !s.Ephemeral || s.RestartCount != 0 || s.Spec == nil || s.Spec.Name != s.Name {
+			e += "!bad"
+		}
+		v.Ephemeral = append(v.Ephemeral, e)
 	}
 	if len(a.ContainersInBackoff) > 0 {
 		v.Backoff = a.ContainersInBackoff

@@ -19,6 +19,14 @@ import (
 // failure it returns the waiting reason to report along with the error.
 func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start, sandboxID string,
 	sbConfig *runtimeapi.PodSandboxConfig, img imageResult, res Resources, podIPs []string, hostsFile string) (runtime.ContainerWaiting, error) {
+	if st.Target != "" && st.TargetID == "" {
+		// Upstream's message: the target's process namespace cannot be
+		// joined when no instance of it runs. The next sync tries again.
+		err := fmt.Errorf("unable to find target container %v", st.Target)
+		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
+		return runtime.ContainerWaiting{Reason: ReasonCreateContainerConfigError, Message: err.Error()},
+			fmt.Errorf("%w: container %q: %w", ErrCreateContainerConfig, st.Name, err)
+	}
 	msgFile, err := s.terminationMessageFile(pod, st.Spec)
 	if err != nil {
 		return runtime.ContainerWaiting{Reason: ReasonCreateContainerError, Message: err.Error()}, err
@@ -31,6 +39,7 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		TerminationMessageFile: msgFile,
 		EtcHostsFile:           hostsFile,
 		Resources:              res.Containers[st.Name],
+		TargetContainerID:      st.TargetID,
 		Warn: func(reason, message string) {
 			s.event(pod, v1.EventTypeWarning, reason, "%s", message)
 		},

@@ -241,7 +241,7 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 	p.backoffs(a.ContainersInBackoff)
 
 	switch {
-	case len(a.ContainersToStart) > 0:
+	case len(a.ContainersToStart) > 0 || len(a.EphemeralToStart) > 0:
 		p.start(ctx, a, killFailed)
 	case !a.KillPod:
 		p.keepResources(ctx)
@@ -253,12 +253,13 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 // order. Images are resolved (and pulled) while the sandbox is created.
 func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[string]bool) {
 	s, pod := p.s, p.pod
+	starts := a.Starts()
 	err := s.checkSpec(pod)
 	if err == nil {
 		err = checkPullSecrets(pod)
 	}
 	if err != nil {
-		for _, st := range a.ContainersToStart {
+		for _, st := range starts {
 			p.wait(st.Name, ReasonCreateContainerConfigError, err.Error())
 		}
 		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
@@ -292,11 +293,11 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 		return
 	}
 
-	images := s.resolveImages(ctx, pod, a.ContainersToStart, sbConfig)
+	images := s.resolveImages(ctx, pod, starts, sbConfig)
 
 	res, err := s.prepareResources(ctx, pod)
 	if err != nil {
-		for _, st := range a.ContainersToStart {
+		for _, st := range starts {
 			p.wait(st.Name, ReasonContainerCreating, err.Error())
 		}
 		s.event(pod, v1.EventTypeWarning, ReasonFailedMount, "%v", err)
@@ -312,7 +313,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 	}
 	hostsFile, podIPs, err := p.writeEtcHosts(ctx, a.CreateSandbox, sandboxID)
 	if err != nil {
-		for _, st := range a.ContainersToStart {
+		for _, st := range starts {
 			p.wait(st.Name, ReasonCreateContainerConfigError, err.Error())
 		}
 		s.event(pod, v1.EventTypeWarning, ReasonFailed, "Error: %v", err)
@@ -320,7 +321,7 @@ func (p *podSync) start(ctx context.Context, a plan.Actions, killFailed map[stri
 		return
 	}
 	needIPs := !pod.Spec.HostNetwork && podIPs == nil
-	for _, st := range a.ContainersToStart {
+	for _, st := range starts {
 		if killFailed[st.Name] {
 			continue
 		}
