@@ -1,7 +1,7 @@
 # Entry points. Scripts under hack/ do the work; see README.md.
 STATE ?= $(CURDIR)/_state
 
-.PHONY: build run test unit e2e bench runtime-up runtime-down tools cluster-up cluster-down fuzz conformance conformance-report
+.PHONY: build run test unit e2e faults soak bench runtime-up runtime-down tools cluster-up cluster-down fuzz conformance conformance-report
 
 build:
 	go build -o _output/bin/nodelet ./cmd/nodelet
@@ -19,6 +19,15 @@ unit:
 
 e2e:
 	bash hack/test.sh e2e
+
+# The fault suite at full size and duration (CI runs its short form with the other e2e tests);
+# see docs/RELIABILITY.md.
+faults:
+	NODELET_FAULTS_FULL=1 bash hack/test.sh faults
+
+# The 30-minute churn soak with leak accounting (CI runs a short form); see docs/RELIABILITY.md.
+soak:
+	NODELET_SOAK_FULL=1 bash hack/test.sh soak
 
 bench:
 	bash hack/bench.sh

@@ -4,6 +4,8 @@
 #   bash hack/test.sh          # everything (what .ci/run calls)
 #   bash hack/test.sh unit     # vet + unit tests only
 #   bash hack/test.sh fuzz     # every fuzz target for FUZZTIME (default here 10s)
+#   bash hack/test.sh faults   # the fault suite only (NODELET_FAULTS_FULL=1: full sizes, as make faults)
+#   bash hack/test.sh soak     # the churn soak only (NODELET_SOAK_FULL=1: 30 minutes, as make soak)
 #   bash hack/test.sh e2e      # end-to-end only
 #   bash hack/test.sh conformance  # the node conformance smoke subset only (hack/conformance-smoke.txt)
 # Under CI=true an end-to-end test that cannot find its real parts fails instead of skipping.
@@ -48,6 +50,21 @@ e2e() {
   go test -tags e2e -count=1 -p 1 -timeout 50m ./e2e/... ./cmd/...
 }
 
+# The fault suite (e2e/faults_test.go) or the churn soak (e2e/soak_test.go) alone; `all` runs both in
+# their short forms with the other e2e tests.
+only_e2e() {
+  local what="$1" pattern="$2"
+  require_root
+  ensure_packages containerd runc containernetworking-plugins busybox-static iptables
+  TOOLS="etcd kube-apiserver" bash hack/build-tools.sh
+  local out rc=0
+  out="$(mktemp "/tmp/nodelet-$what-XXXXXX.log")"
+  go test -tags e2e -count=1 -p 1 -timeout 90m -run "$pattern" -v ./e2e/ >"$out" 2>&1 || rc=$?
+  grep -E '^(--- |PASS|FAIL|ok )|MEASURE' "$out" || true
+  ((rc == 0)) || { tail -150 "$out"; die "$what failed (whole log: $out)"; }
+  log "$what passed (log: $out)"
+}
+
 # The upstream e2e suite's node conformance specs that nodelet passes today (hack/conformance-smoke.txt),
 # run by hack/conformance.sh against nodelet as a cluster's only node; any failure fails CI. The first
 # run builds e2e.test and the control plane from the tools module (long when the Go cache is cold).
@@ -61,9 +78,11 @@ conformance() {
 case "$what" in
   unit) unit ;;
   fuzz) fuzz ;;
+  faults) only_e2e faults '^TestFault' ;;
+  soak) only_e2e soak '^TestSoak' ;;
   e2e) e2e ;;
   conformance) conformance ;;
   all) unit; fuzz; e2e; conformance ;;
-  *) die "usage: $0 [unit|fuzz|e2e|conformance|all]" ;;
+  *) die "usage: $0 [unit|fuzz|e2e|faults|soak|conformance|all]" ;;
 esac
 log "all tests passed"
