@@ -10,6 +10,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/node"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/version"
 )
 
 // nodeHost is what the Node's status reports of this host besides its
@@ -54,7 +55,7 @@ func (c *cluster) nodeController(h nodeHost, recorder record.EventRecorder) (*no
 		LeaseDurationSeconds:  int32(c.opts.NodeLeaseDurationSeconds),
 		MaxPods:               c.opts.MaxPods,
 		KubeletPort:           int32(c.opts.Port),
-		Version:               version,
+		Version:               version.String(),
 	}, node.Clients{Client: c.client, Heartbeat: heartbeat}, node.NewHostFacts(host), recorder)
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func (c *cluster) ownClient(purpose string, qps float32, burst int) (kube.Interf
 		return nil, fmt.Errorf("load kubeconfig %s: %w", c.opts.KubeconfigPath, err)
 	}
 	cfg.QPS, cfg.Burst = qps, burst
-	cfg.UserAgent = "nodelet/" + version
+	cfg.UserAgent = version.UserAgent()
 	client, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s API client: %w", purpose, err)

@@ -53,7 +53,9 @@ type Config struct {
 	// KubeletPort is status.daemonEndpoints.kubeletEndpoint.port (--port):
 	// where the API server reaches nodelet for logs and exec.
 	KubeletPort int32
-	// Version is nodelet's own version, reported as nodeInfo.kubeletVersion.
+	// Version is reported as nodeInfo.kubeletVersion: the Kubernetes
+	// release nodelet implements with nodelet's own version as build
+	// metadata (pkg/version), which the version skew checks accept.
 	Version string
 	// OS and Arch are runtime.GOOS and runtime.GOARCH unless set (tests).
 	OS, Arch string
