@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/node"
+	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/version"
 )
@@ -50,6 +51,9 @@ func (c *cluster) nodeController(h nodeHost, recorder record.EventRecorder) (*no
 		Labels:                c.opts.NodeLabels,
 		Taints:                c.opts.NodeTaints(),
 		RegisterNode:          c.opts.RegisterNode,
+		NodeIPGiven:           len(c.opts.NodeIPs()) > 0,
+		ExternalCloudProvider: c.opts.CloudProvider == options.CloudProviderExternal,
+		ProviderID:            c.opts.ProviderID,
 		StatusUpdateFrequency: c.opts.NodeStatusUpdateFrequency,
 		StatusReportFrequency: report,
 		LeaseDurationSeconds:  int32(c.opts.NodeLeaseDurationSeconds),
