@@ -21,6 +21,8 @@ func TestHashContainerUpstreamValues(t *testing.T) {
 		{v1.Container{Name: "web", Image: "nginx"}, 0x9690f4d},
 		{v1.Container{Name: "etcd", Image: "registry.k8s.io/etcd:3.7.0-0"}, 0x464c5d1},
 		{v1.Container{Name: "kube-apiserver", Image: "registry.k8s.io/kube-apiserver:v1.37.2"}, 0xbd8bd84c},
+		{v1.Container{Name: "a", Image: "busybox:1.35"}, 0x324f4b18},
+		{v1.Container{Name: "app", Image: "busybox:1.35"}, 0x13f6cc20},
 		{v1.Container{}, 0xedd67cc4},
 		// encoding/json escapes <, > and & as upstream's hash saw them.
 		{v1.Container{Name: "x", Image: "a<b>&c"}, 0x8d3d6ea6},
