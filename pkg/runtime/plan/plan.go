@@ -299,6 +299,11 @@ func (p *planner) initDone() bool {
 				p.restartUnhealthy(c, true, cs)
 				return false
 			}
+			if cs != nil && cs.State == runtime.ContainerStateRunning && specChanged(p.pod, c, cs) {
+				p.kill(cs, "container spec changed")
+				p.start(c, true, "container spec changed")
+				return false
+			}
 			if cs != nil && cs.State == runtime.ContainerStateRunning {
 				if !p.started(cs) {
 					return false // its startup probe has not passed yet

@@ -62,3 +62,35 @@ func TestComputeSpecChange(t *testing.T) {
 		})
 	}
 }
+
+// TestComputeSidecarSpecChange: a running sidecar whose image changed is
+// restarted, as upstream, during initialization and after it; other fields
+// changing restart nothing.
+func TestComputeSidecarSpecChange(t *testing.T) {
+	newImage := func(p *v1.Pod) { p.Spec.InitContainers[0].Image = "busybox:1.36" }
+	newArgs := func(p *v1.Pod) { p.Spec.InitContainers[0].Args = []string{"changed"} }
+	for _, tt := range []struct {
+		name   string
+		pod    *v1.Pod
+		status *runtime.PodStatus
+		want   view
+	}{
+		{"after init: image changed", newPod(inits("side"), onlyA, newImage),
+			status(sbs(ready("s1", 0)), ctr("c1", "a", "s1", running, 0, 0), ctr("x1", "side", "s1", running, 0, 0)),
+			view{SandboxID: "s1", Kill: []string{"x1(side)"}, Start: []string{"init:side/1"}}},
+		{"after init: args changed", newPod(inits("side"), onlyA, newArgs),
+			status(sbs(ready("s1", 0)), ctr("c1", "a", "s1", running, 0, 0), ctr("x1", "side", "s1", running, 0, 0)),
+			view{SandboxID: "s1"}},
+		// The next init container waits for the replaced sidecar.
+		{"during init: image changed", newPod(inits("side", "i1"), onlyA, newImage),
+			status(sbs(ready("s1", 0)), ctr("x1", "side", "s1", running, 0, 0)),
+			view{SandboxID: "s1", Kill: []string{"x1(side)"}, Start: []string{"init:side/1"}}},
+		{"during init: args changed", newPod(inits("side", "i1"), onlyA, newArgs),
+			status(sbs(ready("s1", 0)), ctr("x1", "side", "s1", running, 0, 0)),
+			view{SandboxID: "s1", Start: []string{"init:i1/0"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			checkView(t, Compute(tt.pod, tt.status, nil, t0), tt.want)
+		})
+	}
+}
