@@ -30,6 +30,16 @@ var (
 // e.g. "v1.37.2".
 func Kubernetes() string { return kubernetes }
 
+// MajorMinor is the Kubernetes release's "<major>.<minor>", e.g. "1.37": the
+// version in the probes' User-Agent (kube-probe/1.37), as upstream.
+func MajorMinor() string {
+	parts := strings.SplitN(strings.TrimPrefix(kubernetes, "v"), ".", 3)
+	if len(parts) < 2 {
+		return strings.TrimPrefix(kubernetes, "v")
+	}
+	return parts[0] + "." + parts[1]
+}
+
 // Nodelet is nodelet's own version, e.g. "v0.1.0-dev".
 func Nodelet() string { return nodelet }
 

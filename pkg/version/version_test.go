@@ -49,6 +49,16 @@ func TestString(t *testing.T) {
 	}
 }
 
+func TestMajorMinor(t *testing.T) {
+	defer func(k string) { kubernetes = k }(kubernetes)
+	for in, want := range map[string]string{"v1.37.2": "1.37", "v1.40.0-alpha.1": "1.40", "v2": "2"} {
+		kubernetes = in
+		if got := MajorMinor(); got != want {
+			t.Errorf("MajorMinor() of %q = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestUserAgent(t *testing.T) {
 	if ua := UserAgent(); !strings.HasPrefix(ua, "nodelet/"+String()+" (") {
 		t.Errorf("UserAgent() = %q", ua)
