@@ -92,6 +92,11 @@ func TestNodeRegistrationLeaseAndEvents(t *testing.T) {
 		if want := nodeletVersion(t, n); info.KubeletVersion != want {
 			t.Errorf("kubeletVersion %q, want nodelet's own %q", info.KubeletVersion, want)
 		}
+		// The Kubernetes release with nodelet's version as build metadata,
+		// as k3s does: what kubeadm and the skew policy compare.
+		if !kubeletVersionRE.MatchString(info.KubeletVersion) {
+			t.Errorf("kubeletVersion %q is not vX.Y.Z+nodelet...", info.KubeletVersion)
+		}
 		if !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") || info.KernelVersion == "" ||
 			info.OSImage == "" || info.BootID == "" || info.OperatingSystem != "linux" || info.Architecture != "amd64" {
 			t.Errorf("nodeInfo %+v", info)
@@ -273,6 +278,9 @@ func kubectlLease(t *testing.T, c *framework.Cluster) *coordinationv1.Lease {
 
 // leaseRetryRE finds the delay of a failed lease renewal's retry.
 var leaseRetryRE = regexp.MustCompile(`"Failed to renew the node lease, will retry".* in="([^"]+)"`)
+
+// kubeletVersionRE is the form of the version nodelet reports.
+var kubeletVersionRE = regexp.MustCompile(`^v1\.\d+\.\d+\+nodelet(\.[0-9A-Za-z-]+)*$`)
 
 // nodeVersionRE finds the version nodelet logs at start.
 var nodeVersionRE = regexp.MustCompile(`"Starting nodelet" version="([^"]+)"`)

@@ -32,6 +32,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 	"github.com/nodelet/nodelet/pkg/server"
 	"github.com/nodelet/nodelet/pkg/status"
+	"github.com/nodelet/nodelet/pkg/version"
 	"github.com/nodelet/nodelet/pkg/volumes"
 )
 
@@ -68,7 +69,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	if err != nil {
 		return nil, err
 	}
-	klog.InfoS("Starting nodelet", "version", version, "node", nodeName, "hostIP", hostIP,
+	klog.InfoS("Starting nodelet", "version", version.String(), "node", nodeName, "hostIP", hostIP,
 		"runtime", opts.ContainerRuntimeEndpoint, "rootDir", opts.RootDir)
 	d := &daemon{events: record.NewBroadcaster()}
 	add := func(c ...component) { d.components = append(d.components, c...) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/options"
+	"github.com/nodelet/nodelet/pkg/version"
 )
 
 // cluster is what the cluster-member parts (node registration, API pod
@@ -35,7 +36,7 @@ func newCluster(opts *options.Options, nodeName, hostIP string) (*cluster, error
 		return nil, fmt.Errorf("load kubeconfig %s: %w", opts.KubeconfigPath, err)
 	}
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
-	cfg.UserAgent = "nodelet/" + version
+	cfg.UserAgent = version.UserAgent()
 	client, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("API client: %w", err)

@@ -9,7 +9,9 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/node"
+	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/version"
 )
 
 // nodeHost is what the Node's status reports of this host besides its
@@ -49,12 +51,15 @@ func (c *cluster) nodeController(h nodeHost, recorder record.EventRecorder) (*no
 		Labels:                c.opts.NodeLabels,
 		Taints:                c.opts.NodeTaints(),
 		RegisterNode:          c.opts.RegisterNode,
+		NodeIPGiven:           len(c.opts.NodeIPs()) > 0,
+		ExternalCloudProvider: c.opts.CloudProvider == options.CloudProviderExternal,
+		ProviderID:            c.opts.ProviderID,
 		StatusUpdateFrequency: c.opts.NodeStatusUpdateFrequency,
 		StatusReportFrequency: report,
 		LeaseDurationSeconds:  int32(c.opts.NodeLeaseDurationSeconds),
 		MaxPods:               c.opts.MaxPods,
 		KubeletPort:           int32(c.opts.Port),
-		Version:               version,
+		Version:               version.String(),
 	}, node.Clients{Client: c.client, Heartbeat: heartbeat}, node.NewHostFacts(host), recorder)
 	if err != nil {
 		return nil, err
@@ -86,7 +91,7 @@ func (c *cluster) ownClient(purpose string, qps float32, burst int) (kube.Interf
 		return nil, fmt.Errorf("load kubeconfig %s: %w", c.opts.KubeconfigPath, err)
 	}
 	cfg.QPS, cfg.Burst = qps, burst
-	cfg.UserAgent = "nodelet/" + version
+	cfg.UserAgent = version.UserAgent()
 	client, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s API client: %w", purpose, err)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/options"
+	"github.com/nodelet/nodelet/pkg/version"
 )
 
 // defaultGCPercent is nodelet's GOGC unless the environment sets one. Its
@@ -33,7 +34,7 @@ func setGCPercent() {
 
 func main() {
 	fs := options.NewFlagSet("nodelet")
-	showVersion := fs.Bool("version", false, "Print nodelet's version and exit.")
+	showVersion := fs.Bool("version", false, "Print the version (the Kubernetes release whose kubelet nodelet implements, with nodelet's own version as build metadata) and exit.")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			os.Exit(0)
@@ -42,7 +43,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *showVersion {
-		fmt.Println("nodelet", version)
+		fmt.Println(version.VersionLine())
 		os.Exit(0)
 	}
 	opts, warnings, err := options.Load(fs)

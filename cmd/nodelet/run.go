@@ -13,9 +13,6 @@ import (
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "v0.1.0-dev"
-
 // eventSourceComponent is the source of the events nodelet records:
 // upstream's "kubelet", so that what filters on it (kubectl get events
 // --field-selector source=kubelet, dashboards, the e2e suite) finds them.

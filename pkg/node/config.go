@@ -36,6 +36,19 @@ type Config struct {
 	// Taints are --register-with-taints, set when the Node is created (as
 	// upstream, never re-applied to an existing Node).
 	Taints []v1.Taint
+	// NodeIPGiven says NodeIPs come from --node-ip, not from detection.
+	// With an external cloud provider only a given IP is reported (and
+	// announced in the provided-node-ip annotation); the provider sets the
+	// addresses otherwise.
+	NodeIPGiven bool
+	// ExternalCloudProvider is --cloud-provider=external: the Node is
+	// registered with the uninitialized taint, which the cloud controller
+	// manager removes once it has initialised the Node, and the addresses
+	// it sets are kept.
+	ExternalCloudProvider bool
+	// ProviderID is --provider-id / providerID: spec.providerID of the Node
+	// nodelet creates.
+	ProviderID string
 	// RegisterNode is --register-node: create the Node when it is missing.
 	// Without it nodelet only reports status on a Node someone else made.
 	RegisterNode bool
@@ -53,7 +66,9 @@ type Config struct {
 	// KubeletPort is status.daemonEndpoints.kubeletEndpoint.port (--port):
 	// where the API server reaches nodelet for logs and exec.
 	KubeletPort int32
-	// Version is nodelet's own version, reported as nodeInfo.kubeletVersion.
+	// Version is reported as nodeInfo.kubeletVersion: the Kubernetes
+	// release nodelet implements with nodelet's own version as build
+	// metadata (pkg/version), which the version skew checks accept.
 	Version string
 	// OS and Arch are runtime.GOOS and runtime.GOARCH unless set (tests).
 	OS, Arch string

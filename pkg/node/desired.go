@@ -21,6 +21,13 @@ const (
 	// AnnotationControllerManagedAttachDetach tells the attach/detach
 	// controller that it, not the node, attaches volumes here.
 	AnnotationControllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
+	// AnnotationProvidedNodeIP tells an external cloud provider the node's
+	// --node-ip, so it reports the address the node was told to use.
+	AnnotationProvidedNodeIP = "alpha.kubernetes.io/provided-node-ip"
+	// TaintExternalCloudProvider keeps pods off a Node registered with
+	// --cloud-provider=external until the cloud controller manager has
+	// initialised it (and removed the taint).
+	TaintExternalCloudProvider = "node.cloudprovider.kubernetes.io/uninitialized"
 )
 
 // Thresholds of the pressure conditions and the reserve taken out of
@@ -80,20 +87,36 @@ func defaultLabels(cfg Config) map[string]string {
 }
 
 // InitialNode is the Node to create: default labels, then --node-labels (an
-// explicit label wins over a default, as upstream), and a full status. cfg
-// must have its defaults applied.
+// explicit label wins over a default, as upstream), --register-with-taints
+// and, with an external cloud provider, the uninitialized taint after them,
+// --provider-id, and a full status. cfg must have its defaults applied.
 func InitialNode(cfg Config, f Facts, now time.Time) *v1.Node {
 	labels := defaultLabels(cfg)
 	maps.Copy(labels, cfg.Labels)
+	taints := slices.Clone(cfg.Taints)
+	if cfg.ExternalCloudProvider && !slices.ContainsFunc(taints, func(t v1.Taint) bool {
+		return t.Key == TaintExternalCloudProvider && t.Effect == v1.TaintEffectNoSchedule
+	}) {
+		taints = append(taints, v1.Taint{Key: TaintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule})
+	}
 	return &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        cfg.NodeName,
 			Labels:      labels,
-			Annotations: map[string]string{AnnotationControllerManagedAttachDetach: "true"},
+			Annotations: ownAnnotations(cfg),
 		},
-		Spec:   v1.NodeSpec{Taints: slices.Clone(cfg.Taints)},
+		Spec:   v1.NodeSpec{Taints: taints, ProviderID: cfg.ProviderID},
 		Status: DesiredStatus(cfg, f, v1.NodeStatus{}, now),
 	}
+}
+
+// ownAnnotations are the annotations the node keeps set on itself.
+func ownAnnotations(cfg Config) map[string]string {
+	a := map[string]string{AnnotationControllerManagedAttachDetach: "true"}
+	if cfg.ExternalCloudProvider && cfg.NodeIPGiven && len(cfg.NodeIPs) > 0 {
+		a[AnnotationProvidedNodeIP] = strings.Join(cfg.NodeIPs, ",")
+	}
+	return a
 }
 
 // ReconcileExisting returns the Node that was already registered with the
@@ -122,6 +145,14 @@ func ReconcileExisting(existing *v1.Node, cfg Config) (*v1.Node, bool) {
 			changed = true
 		}
 	}
+	// A provided IP left from an earlier start with other flags would make
+	// the cloud provider report a stale address, as upstream removes it.
+	if _, stale := out.Annotations[AnnotationProvidedNodeIP]; stale {
+		if _, wanted := want.Annotations[AnnotationProvidedNodeIP]; !wanted {
+			delete(out.Annotations, AnnotationProvidedNodeIP)
+			changed = true
+		}
+	}
 	return out, changed
 }
 
@@ -135,7 +166,7 @@ func DesiredStatus(cfg Config, f Facts, old v1.NodeStatus, now time.Time) v1.Nod
 	st.Capacity = capacity(cfg, f.Machine, st.Capacity)
 	st.Allocatable = allocatable(st.Capacity, st.Allocatable)
 
-	st.Addresses = addresses(cfg)
+	st.Addresses = addresses(cfg, old.Addresses)
 	st.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort
 
 	info := &st.NodeInfo
@@ -226,7 +257,19 @@ func allocatable(capacity, old v1.ResourceList) v1.ResourceList {
 
 // addresses: the InternalIPs, then the Hostname, as upstream without a cloud
 // provider. The API server reaches nodelet through the first it prefers.
-func addresses(cfg Config) []v1.NodeAddress {
+// With an external cloud provider, as upstream: the addresses the Node has
+// (the provider's) are kept; a Node with none gets the --node-ip ones to
+// start with, or only the Hostname when --node-ip was not given (a
+// detected IP may not be the one the provider reports).
+func addresses(cfg Config, old []v1.NodeAddress) []v1.NodeAddress {
+	if cfg.ExternalCloudProvider {
+		if len(old) > 0 {
+			return old
+		}
+		if !cfg.NodeIPGiven {
+			return []v1.NodeAddress{{Type: v1.NodeHostName, Address: cfg.Hostname}}
+		}
+	}
 	var out []v1.NodeAddress
 	for _, ip := range cfg.NodeIPs {
 		out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})

@@ -43,6 +43,7 @@ var supportedConfigFields = []string{
 	"containerLogMaxFiles",
 	"logging.verbosity",
 	"registerNode",
+	"providerID",
 	"containerRuntimeEndpoint",
 	"imageServiceEndpoint",
 	"tlsMinVersion",
@@ -110,6 +111,7 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	}
 	setNonZero(&o.Verbosity, int(kc.Logging.Verbosity))
 	setPtr(&o.RegisterNode, kc.RegisterNode)
+	setString(&o.ProviderID, kc.ProviderID)
 	setString(&o.ContainerRuntimeEndpoint, kc.ContainerRuntimeEndpoint)
 	setString(&o.ImageServiceEndpoint, kc.ImageServiceEndpoint)
 	setString(&o.TLSMinVersion, kc.TLSMinVersion)

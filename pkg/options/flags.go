@@ -206,8 +206,12 @@ func flagSpecs() []flagSpec {
 		stringSliceFlag("allowed-unsafe-sysctls", "Comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set besides the safe ones. Each must be namespaced.",
 			func(o *Options) *[]string { return &o.AllowedUnsafeSysctls }),
 
-		boolFlag("register-node", "Register the node with the API server.",
+		boolFlag("register-node", "Register the node with the API server. false: nodelet does not create the Node and waits for one to exist.",
 			func(o *Options) *bool { return &o.RegisterNode }),
+		stringFlag("cloud-provider", "Empty for no cloud provider, or 'external': the Node is registered with the node.cloudprovider.kubernetes.io/uninitialized:NoSchedule taint, which an external cloud controller manager removes, and keeps the addresses it sets. Built-in providers no longer exist upstream and are refused.",
+			func(o *Options) *string { return &o.CloudProvider }),
+		stringFlag("provider-id", "Unique identifier of the node in the cloud's machine database: the Node's spec.providerID when nodelet registers it.",
+			func(o *Options) *string { return &o.ProviderID }),
 		durationFlag("node-status-update-frequency", "How often node status is computed and posted.",
 			func(o *Options) *time.Duration { return &o.NodeStatusUpdateFrequency }),
 		intFlag("node-lease-duration-seconds", "Duration of the node Lease, in seconds.",

@@ -10,6 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// CloudProviderExternal is the one --cloud-provider value there is since
+// upstream removed its built-in providers (v1.31): a cloud controller
+// manager initialises the Node.
+const CloudProviderExternal = "external"
+
 // Authorization modes accepted by --authorization-mode.
 const (
 	AuthorizationModeAlwaysAllow = "AlwaysAllow"
@@ -95,6 +100,10 @@ type Options struct {
 
 	// RegisterNode is --register-node.
 	RegisterNode bool
+	// CloudProvider is --cloud-provider: "" (none) or CloudProviderExternal.
+	CloudProvider string
+	// ProviderID is --provider-id / providerID: the Node's spec.providerID.
+	ProviderID string
 	// NodeStatusUpdateFrequency is --node-status-update-frequency.
 	NodeStatusUpdateFrequency time.Duration
 	// NodeLeaseDurationSeconds is --node-lease-duration-seconds.

@@ -169,6 +169,7 @@ containerLogMaxSize: 20Mi
 containerLogMaxFiles: 3
 logging: {verbosity: 2}
 registerNode: false
+providerID: aws:///eu-west-1a/i-0abc
 containerRuntimeEndpoint: unix:///run/crio/crio.sock
 imageServiceEndpoint: unix:///run/crio/image.sock
 `
@@ -209,6 +210,7 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		SeccompDefault:                 true,
 		AllowedUnsafeSysctls:           []string{"net.core.somaxconn", "kernel.msg*"},
 		RegisterNode:                   false,
+		ProviderID:                     "aws:///eu-west-1a/i-0abc",
 		NodeStatusUpdateFrequency:      20 * time.Second,
 		NodeLeaseDurationSeconds:       60,
 		HealthzPort:                    11248,

@@ -39,7 +39,6 @@ var (
 		"cgroup-driver",
 		"cgroup-root",
 		"cloud-config",
-		"cloud-provider",
 		// Removed upstream (dockershim, 1.24-1.27) but still in old unit files.
 		"cni-bin-dir",
 		"cni-conf-dir",
@@ -83,7 +82,6 @@ var (
 		"pod-cidr",
 		"pod-max-pids",
 		"pods-per-core",
-		"provider-id",
 		"qos-reserved",
 		"registry-burst",
 		"registry-qps",

@@ -117,6 +117,11 @@ func (o *Options) Validate() error {
 		}
 	}
 	errs = append(errs, validateNodeLabels(o.NodeLabels)...)
+	switch o.CloudProvider {
+	case "", CloudProviderExternal:
+	default:
+		add("--cloud-provider (%q) must be empty or %q: the built-in cloud providers were removed upstream (v1.31); run the provider's cloud controller manager and set --cloud-provider=external", o.CloudProvider, CloudProviderExternal)
+	}
 	if o.Hostname != "" {
 		if msgs := validation.IsDNS1123Subdomain(o.Hostname); len(msgs) > 0 {
 			add("node name %q (from --hostname-override or the host name) is invalid: %s", o.Hostname, strings.Join(msgs, "; "))
@@ -211,11 +216,24 @@ func validateNodeLabels(labels map[string]string) []error {
 			errs = append(errs, fmt.Errorf("--node-labels value %q of %q is invalid: %s", v, k, strings.Join(msgs, "; ")))
 		}
 		if isRestrictedLabel(k) {
-			errs = append(errs, fmt.Errorf("--node-labels key %q is in the kubernetes.io or k8s.io namespace but not one a node may set (allowed: the %s namespaces and the well-known topology, instance-type, os and arch labels)",
-				k, strings.Join(kubeletLabelNamespaces, " and ")))
+			errs = append(errs, fmt.Errorf("--node-labels key %q is in the kubernetes.io or k8s.io namespace but not one a node may set (allowed: the %s namespaces and the well-known topology, instance-type, os and arch labels)%s",
+				k, strings.Join(kubeletLabelNamespaces, " and "), restrictedLabelHint(k)))
 		}
 	}
 	return errs
+}
+
+// restrictedLabelHint says what to do instead for the two namespaces
+// operators most often try to set from the node.
+func restrictedLabelHint(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	switch ns {
+	case "node-role.kubernetes.io":
+		return "; a node's role is set by an administrator (kubectl label node NAME " + key + "=), which the NodeRestriction admission plugin forbids the node itself"
+	case "node-restriction.kubernetes.io":
+		return "; that namespace exists so that only administrators can set its labels (kubectl label node), never the node, and workloads can trust them"
+	}
+	return ""
 }
 
 func isRestrictedLabel(key string) bool {

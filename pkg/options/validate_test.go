@@ -72,16 +72,30 @@ func TestValidate(t *testing.T) {
 		{"cluster dns", func(o *Options) { o.ClusterDNS = []string{"10.96.0.10", "dns"} }, []string{`--cluster-dns entry "dns" is not an IP address`}},
 		{"node labels", func(o *Options) {
 			o.NodeLabels = map[string]string{
-				"node-role.kubernetes.io/worker": "",
-				"node.kubernetes.io/role":        "ok",
-				"kubernetes.io/hostname":         "ok",
-				"example.com/team":               "a b",
-				"bad key!":                       "x",
+				"node-role.kubernetes.io/worker":      "",
+				"node-restriction.kubernetes.io/zone": "a",
+				"k8s.io/anything":                     "x",
+				"sub.k8s.io/anything":                 "x",
+				"node.kubernetes.io/role":             "ok",
+				"kubelet.kubernetes.io/x":             "ok",
+				"a.kubelet.kubernetes.io/x":           "ok",
+				"topology.kubernetes.io/zone":         "ok",
+				"beta.kubernetes.io/arch":             "amd64",
+				"kubernetes.io/hostname":              "ok",
+				"example.com/team":                    "a b",
+				"bad key!":                            "x",
 			}
 		}, []string{
 			`--node-labels key "bad key!" is invalid`,
 			`--node-labels value "a b" of "example.com/team" is invalid`,
-			`--node-labels key "node-role.kubernetes.io/worker" is in the kubernetes.io or k8s.io namespace`,
+			`--node-labels key "k8s.io/anything" is in the kubernetes.io or k8s.io namespace`,
+			`--node-labels key "node-restriction.kubernetes.io/zone" is in the kubernetes.io or k8s.io namespace but not one a node may set (allowed: the kubelet.kubernetes.io and node.kubernetes.io namespaces and the well-known topology, instance-type, os and arch labels); that namespace exists so that only administrators can set its labels`,
+			`--node-labels key "node-role.kubernetes.io/worker" is in the kubernetes.io or k8s.io namespace but not one a node may set (allowed: the kubelet.kubernetes.io and node.kubernetes.io namespaces and the well-known topology, instance-type, os and arch labels); a node's role is set by an administrator (kubectl label node NAME node-role.kubernetes.io/worker=)`,
+			`--node-labels key "sub.k8s.io/anything" is in the kubernetes.io or k8s.io namespace`,
+		}},
+		{"cloud provider external", func(o *Options) { o.CloudProvider = "external" }, nil},
+		{"cloud provider built in", func(o *Options) { o.CloudProvider = "aws" }, []string{
+			`--cloud-provider ("aws") must be empty or "external"`,
 		}},
 		{"hostname", func(o *Options) { o.Hostname = "under_score" }, []string{`node name "under_score"`}},
 		{"empty essentials", func(o *Options) { o.RootDir, o.PodInfraContainerImage = "", "" }, []string{

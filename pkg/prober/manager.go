@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/metrics"
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/version"
 )
 
 // Options configure a Manager.
@@ -27,7 +28,8 @@ type Options struct {
 	// to wake the pod's worker.
 	OnChange func(uid types.UID)
 	// KubeVersion is the "<major>.<minor>" of the User-Agent of HTTP and
-	// gRPC probes (kube-probe/1.37), which servers may match on.
+	// gRPC probes (kube-probe/1.37), which servers may match on; empty:
+	// the Kubernetes release nodelet implements (pkg/version).
 	KubeVersion string
 }
 
@@ -66,7 +68,7 @@ type instance struct {
 // New returns a Manager; its workers run until Run returns.
 func New(opts Options) *Manager {
 	if opts.KubeVersion == "" {
-		opts.KubeVersion = "1.37"
+		opts.KubeVersion = version.MajorMinor()
 	}
 	ua := "kube-probe/" + opts.KubeVersion
 	// The workers' context is the manager's own, not Run's: pods are

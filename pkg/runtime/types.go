@@ -32,19 +32,22 @@ const (
 // ContainerStatus is one container instance as the runtime reports it, with
 // the identity nodelet stamped on it when it was created.
 type ContainerStatus struct {
-	ID           string
-	Name         string // the container's name in the pod spec
-	State        ContainerState
-	CreatedAt    time.Time
-	StartedAt    time.Time
-	FinishedAt   time.Time
-	ExitCode     int32
-	Reason       string
-	Message      string
-	Image        string // image as the runtime names it (a tag, e.g. docker.io/library/busybox:1.35)
-	ImageRef     string // resolved image ID / digest
-	Hash         uint64 // spec hash at creation, see HashContainer
-	RestartCount int    // attempt number: 0 for the first instance
+	ID         string
+	Name       string // the container's name in the pod spec
+	State      ContainerState
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int32
+	Reason     string
+	Message    string
+	Image      string // image as the runtime names it (a tag, e.g. docker.io/library/busybox:1.35)
+	ImageRef   string // resolved image ID / digest
+	Hash       uint64 // upstream's spec hash at creation, see HashContainer
+	// SpecHash is HashContainerSpec at creation, stamped on static pods'
+	// containers only; 0 when absent.
+	SpecHash     uint64
+	RestartCount int // attempt number: 0 for the first instance
 	SandboxID    string
 	LogPath      string
 	// TerminationGracePeriod is the pod's grace period in seconds when the

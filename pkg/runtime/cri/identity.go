@@ -23,6 +23,18 @@ const (
 	AnnotationContainerTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
 	AnnotationPodTerminationGracePeriod         = "io.kubernetes.pod.terminationGracePeriod"
 	AnnotationPodDeletionGracePeriod            = "io.kubernetes.pod.deletionGracePeriod"
+	// AnnotationContainerPreStopHandler and AnnotationContainerPorts hold
+	// the JSON of the container's preStop handler and ports, as upstream
+	// writes them: an upstream kubelet that takes the node over reads them
+	// to stop a container whose pod is gone with its preStop hook.
+	AnnotationContainerPreStopHandler = "io.kubernetes.container.preStopHandler"
+	AnnotationContainerPorts          = "io.kubernetes.container.ports"
+
+	// AnnotationContainerSpecHash has no upstream counterpart: the hash of
+	// a static pod container's whole spec (runtime.HashContainerSpec), so
+	// that an edit of its manifest restarts that container. Absent on API
+	// pods' containers and on containers made by someone else.
+	AnnotationContainerSpecHash = "nodelet.io/container.specHash"
 
 	// AnnotationSandboxHostNetwork has no upstream counterpart. It lets a
 	// status read skip PodSandboxStatus for host-network sandboxes, whose IP
@@ -98,8 +110,11 @@ type ContainerIdentity struct {
 	PodUID        types.UID
 	ContainerName string
 	// Hash is runtime.HashContainer of the spec the container was created
-	// from.
+	// from: upstream's hash, hex in its annotation as upstream writes it.
 	Hash uint64
+	// SpecHash is runtime.HashContainerSpec of the spec, for the containers
+	// of static pods; 0 when not stamped.
+	SpecHash uint64
 	// RestartCount is the attempt number of this instance, 0 for the first.
 	RestartCount int
 	// TerminationGracePeriod is the pod's terminationGracePeriodSeconds at
@@ -110,6 +125,11 @@ type ContainerIdentity struct {
 	DeletionGracePeriod      *int64
 	TerminationMessagePath   string
 	TerminationMessagePolicy string
+	// PreStopHandler and Ports are the JSON upstream stamps of the
+	// container's lifecycle.preStop and ports ("" when it has none). nodelet
+	// writes them for an upstream kubelet's sake and reads them back as is.
+	PreStopHandler string
+	Ports          string
 }
 
 // Labels returns the identity labels of the container. Labels are the part a
@@ -142,6 +162,15 @@ func (c ContainerIdentity) Annotations() map[string]string {
 	if c.TerminationMessagePolicy != "" {
 		a[AnnotationContainerTerminationMessagePolicy] = c.TerminationMessagePolicy
 	}
+	if c.SpecHash != 0 {
+		a[AnnotationContainerSpecHash] = strconv.FormatUint(c.SpecHash, 16)
+	}
+	if c.PreStopHandler != "" {
+		a[AnnotationContainerPreStopHandler] = c.PreStopHandler
+	}
+	if c.Ports != "" {
+		a[AnnotationContainerPorts] = c.Ports
+	}
 	return a
 }
 
@@ -157,6 +186,8 @@ func ParseContainerIdentity(labels, annotations map[string]string) (ContainerIde
 		ContainerName:            labels[LabelContainerName],
 		TerminationMessagePath:   annotations[AnnotationContainerTerminationMessagePath],
 		TerminationMessagePolicy: annotations[AnnotationContainerTerminationMessagePolicy],
+		PreStopHandler:           annotations[AnnotationContainerPreStopHandler],
+		Ports:                    annotations[AnnotationContainerPorts],
 	}
 	if id.PodUID == "" || id.PodName == "" || id.PodNamespace == "" || id.ContainerName == "" {
 		return id, fmt.Errorf("container labels %v: %w", labels, ErrNotManaged)
@@ -171,6 +202,14 @@ func ParseContainerIdentity(labels, annotations map[string]string) (ContainerIde
 		}
 	} else {
 		errs = append(errs, fmt.Errorf("annotation %s missing: %w", AnnotationContainerHash, ErrMalformedIdentity))
+	}
+	if v, ok := annotations[AnnotationContainerSpecHash]; ok {
+		if h, err := strconv.ParseUint(v, 16, 64); err != nil {
+			// Left 0: the container is compared by its upstream hash only.
+			errs = append(errs, malformed(AnnotationContainerSpecHash, v))
+		} else {
+			id.SpecHash = h
+		}
 	}
 	if v, ok := annotations[AnnotationContainerRestartCount]; ok {
 		n, err := strconv.Atoi(v)

@@ -14,6 +14,8 @@ func TestContainerIdentityRoundTrip(t *testing.T) {
 			TerminationGracePeriod: ptr(int64(30)), TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: "File"},
 		{PodName: "p", PodNamespace: "ns", PodUID: "u2", ContainerName: "c", Hash: ^uint64(0)},
 		{PodName: "p", PodNamespace: "ns", PodUID: "u3", ContainerName: "c", TerminationGracePeriod: ptr(int64(0)), DeletionGracePeriod: ptr(int64(5))},
+		{PodName: "p", PodNamespace: "ns", PodUID: "u4", ContainerName: "c", Hash: 0x5e1854d5, SpecHash: 0xfeedface12345678,
+			PreStopHandler: `{"exec":{"command":["sh"]}}`, Ports: `[{"containerPort":80,"protocol":"TCP"}]`},
 	} {
 		got, err := ParseContainerIdentity(id.Labels(), id.Annotations())
 		if err != nil {
@@ -42,6 +44,46 @@ func TestContainerIdentityUpstreamFormat(t *testing.T) {
 	}
 	if got := id.Labels(); !reflect.DeepEqual(got, wantLabels) {
 		t.Errorf("Labels() = %v, want %v", got, wantLabels)
+	}
+}
+
+// TestParseContainerIdentityFromUpstream: the labels and annotations the
+// upstream kubelet v1.37 stamps on a container (as crictl inspect shows
+// them) read as that container's identity, so nodelet adopts it.
+func TestParseContainerIdentityFromUpstream(t *testing.T) {
+	labels := map[string]string{
+		"io.kubernetes.container.name": "kube-apiserver",
+		"io.kubernetes.pod.name":       "kube-apiserver-node-1",
+		"io.kubernetes.pod.namespace":  "kube-system",
+		"io.kubernetes.pod.uid":        "0f3c6bd1a2e54a0c9c2e7a1b2c3d4e5f",
+	}
+	annotations := map[string]string{
+		"io.kubernetes.container.hash":                     "bd8bd84c",
+		"io.kubernetes.container.restartCount":             "2",
+		"io.kubernetes.container.terminationMessagePath":   "/dev/termination-log",
+		"io.kubernetes.container.terminationMessagePolicy": "File",
+		"io.kubernetes.pod.terminationGracePeriod":         "30",
+		"io.kubernetes.container.preStopHandler":           `{"sleep":{"seconds":5}}`,
+		"io.kubernetes.container.ports":                    `[{"name":"probe-port","containerPort":6443,"protocol":"TCP"}]`,
+		// The runtime's own, ignored.
+		"io.kubernetes.cri.container-type": "container",
+	}
+	got, err := ParseContainerIdentity(labels, annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ContainerIdentity{PodName: "kube-apiserver-node-1", PodNamespace: "kube-system", PodUID: "0f3c6bd1a2e54a0c9c2e7a1b2c3d4e5f",
+		ContainerName: "kube-apiserver", Hash: 0xbd8bd84c, RestartCount: 2, TerminationGracePeriod: ptr(int64(30)),
+		TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: "File",
+		PreStopHandler: `{"sleep":{"seconds":5}}`, Ports: `[{"name":"probe-port","containerPort":6443,"protocol":"TCP"}]`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("identity:\n got %+v\nwant %+v", got, want)
+	}
+	// And back: what nodelet writes for it is what upstream wrote, key for
+	// key (the runtime's own annotation aside).
+	delete(annotations, "io.kubernetes.cri.container-type")
+	if a := got.Annotations(); !reflect.DeepEqual(a, annotations) {
+		t.Errorf("Annotations() = %v, want upstream's %v", a, annotations)
 	}
 }
 
@@ -75,6 +117,8 @@ func TestParseContainerIdentityMalformed(t *testing.T) {
 		{"hash too large", labels, map[string]string{AnnotationContainerHash: "1ffffffffffffffff"}, ErrMalformedIdentity,
 			ContainerIdentity{PodName: "p", PodNamespace: "ns", PodUID: "u", ContainerName: "c"}},
 		{"negative restart count", labels, map[string]string{AnnotationContainerHash: "a", AnnotationContainerRestartCount: "-1"}, ErrMalformedIdentity,
+			ContainerIdentity{PodName: "p", PodNamespace: "ns", PodUID: "u", ContainerName: "c", Hash: 10}},
+		{"spec hash not hex", labels, map[string]string{AnnotationContainerHash: "a", AnnotationContainerSpecHash: "zz"}, ErrMalformedIdentity,
 			ContainerIdentity{PodName: "p", PodNamespace: "ns", PodUID: "u", ContainerName: "c", Hash: 10}},
 		{"grace not a number", labels, map[string]string{AnnotationContainerHash: "a", AnnotationPodTerminationGracePeriod: "soon"}, ErrMalformedIdentity,
 			ContainerIdentity{PodName: "p", PodNamespace: "ns", PodUID: "u", ContainerName: "c", Hash: 10}},

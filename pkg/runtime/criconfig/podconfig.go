@@ -1,6 +1,7 @@
 package criconfig
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -8,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	podutil "github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/security"
@@ -216,6 +218,15 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 		TerminationMessagePath:   c.TerminationMessagePath,
 		TerminationMessagePolicy: string(c.TerminationMessagePolicy),
 	}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		id.PreStopHandler = jsonString(c.Lifecycle.PreStop)
+	}
+	if len(c.Ports) > 0 {
+		id.Ports = jsonString(c.Ports)
+	}
+	if podutil.IsStatic(pod) {
+		id.SpecHash = runtime.HashContainerSpec(c)
+	}
 	image := p.ImageRef
 	if image == "" {
 		image = c.Image
@@ -243,6 +254,17 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 		},
 	}
 	return cfg, binds, nil
+}
+
+// jsonString is v's JSON, the format of the annotations upstream stamps a
+// container's preStop handler and ports in. A value that does not marshal
+// (API types always do) is left out rather than failing the container.
+func jsonString(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // withPreparedEnv appends the variables the pipeline prepared to a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -457,5 +458,40 @@ func TestAllContainers(t *testing.T) {
 	all[3].Image = "changed"
 	if pod.Spec.EphemeralContainers[0].Image != "changed" {
 		t.Error("the ephemeral container is a copy, not the spec's")
+	}
+}
+
+// TestContainerConfigHashAnnotations: every container carries upstream's
+// hash and its preStop/ports annotations in upstream's format; only a
+// static pod's also carries the whole spec's hash.
+func TestContainerConfigHashAnnotations(t *testing.T) {
+	for _, source := range []string{"file", "http", "api"} {
+		t.Run(source, func(t *testing.T) {
+			pod := configPod()
+			pod.Annotations["kubernetes.io/config.source"] = source
+			c := &pod.Spec.Containers[0]
+			c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "sleep 1"}}}}
+			cfg, _, err := ContainerConfig(pod, c, ContainerParams{}, testOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := cfg.Annotations
+			if got, want := a[cri.AnnotationContainerHash], strconv.FormatUint(runtime.HashContainer(c), 16); got != want {
+				t.Errorf("hash annotation %q, want %q", got, want)
+			}
+			if got, want := a[cri.AnnotationContainerPreStopHandler], `{"exec":{"command":["sh","-c","sleep 1"]}}`; got != want {
+				t.Errorf("preStopHandler annotation %q, want %q", got, want)
+			}
+			if got, want := a[cri.AnnotationContainerPorts], `[{"hostPort":8080,"containerPort":80},{"containerPort":53,"protocol":"UDP"}]`; got != want {
+				t.Errorf("ports annotation %q, want %q", got, want)
+			}
+			specHash, stamped := a[cri.AnnotationContainerSpecHash]
+			if static := source != "api"; stamped != static {
+				t.Errorf("spec hash annotation present: %v, want %v", stamped, static)
+			}
+			if stamped && specHash != strconv.FormatUint(runtime.HashContainerSpec(c), 16) {
+				t.Errorf("spec hash annotation %q, want HashContainerSpec's", specHash)
+			}
+		})
 	}
 }

@@ -144,6 +144,7 @@ func containerStatus(ctr *runtimeapi.Container, st *runtimeapi.ContainerStatus) 
 		Image:                    ctr.GetImage().GetImage(),
 		ImageRef:                 ctr.ImageRef,
 		Hash:                     id.Hash,
+		SpecHash:                 id.SpecHash,
 		RestartCount:             id.RestartCount,
 		SandboxID:                ctr.PodSandboxId,
 		TerminationGracePeriod:   id.TerminationGracePeriod,

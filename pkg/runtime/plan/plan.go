@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	podutil "github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime"
 )
 
@@ -250,7 +251,7 @@ func (p *planner) inSandbox() {
 			case cs.SandboxID != p.a.SandboxID:
 				p.kill(cs, fmt.Sprintf("belongs to sandbox %s, not the current one", cs.SandboxID))
 				p.start(c, false, "replacing a container of an old sandbox")
-			case cs.Hash != runtime.HashContainer(c):
+			case specChanged(p.pod, c, cs):
 				p.kill(cs, "container spec changed")
 				p.start(c, false, "container spec changed")
 			case p.unhealthy(cs) != "":
@@ -280,6 +281,24 @@ func (p *planner) inSandbox() {
 	p.keepSidecars()
 }
 
+// specChanged reports whether running container cs was created from a
+// spec other than c, by upstream's rule: its name or image changed
+// (runtime.HashContainer), which is all the API lets change on an API pod's
+// container without a resize. A static pod's manifest may change any field
+// while its UID stays, so its containers also carry the whole spec's hash;
+// containers made by another agent lack it and are judged by upstream's
+// hash alone, so a takeover restarts nothing.
+//
+// A container created by an older nodelet carries the whole spec's hash in
+// place of upstream's (the rule before upstream's was adopted): equal to the
+// spec's, it is unchanged and kept, so the upgrade restarts nothing.
+func specChanged(pod *v1.Pod, c *v1.Container, cs *runtime.ContainerStatus) bool {
+	if cs.Hash != runtime.HashContainer(c) {
+		return cs.Hash != runtime.HashContainerSpec(c)
+	}
+	return cs.SpecHash != 0 && podutil.IsStatic(pod) && cs.SpecHash != runtime.HashContainerSpec(c)
+}
+
 // initDone walks the init containers in order and plans the next step of
 // initialization. It reports whether initialization is complete.
 func (p *planner) initDone() bool {
@@ -304,6 +323,11 @@ func (p *planner) initDone() bool {
 			// the next one to start.
 			if cs != nil && cs.State == runtime.ContainerStateRunning && p.unhealthy(cs) != "" {
 				p.restartUnhealthy(c, true, cs)
+				return false
+			}
+			if cs != nil && cs.State == runtime.ContainerStateRunning && specChanged(p.pod, c, cs) {
+				p.kill(cs, "container spec changed")
+				p.start(c, true, "container spec changed")
 				return false
 			}
 			if cs != nil && cs.State == runtime.ContainerStateRunning {

@@ -47,7 +47,7 @@ func policy(rp v1.RestartPolicy) podOpt { return func(p *v1.Pod) { p.Spec.Restar
 func hostNet(p *v1.Pod)                 { p.Spec.HostNetwork = true }
 func deleting(p *v1.Pod)                { p.DeletionTimestamp = &metav1.Time{Time: t0} }
 func onlyA(p *v1.Pod)                   { p.Spec.Containers = p.Spec.Containers[:1] }
-func changeB(p *v1.Pod)                 { p.Spec.Containers[1].Args = []string{"changed"} }
+func changeB(p *v1.Pod)                 { p.Spec.Containers[1].Image = "busybox:1.36" }
 func inits(names ...string) podOpt {
 	return func(p *v1.Pod) {
 		for _, n := range names {
@@ -204,7 +204,7 @@ func TestCompute(t *testing.T) {
 			want:   view{SandboxID: "s1", Start: []string{"b/0"}},
 		},
 		{
-			name:    "changed spec restarts only that container, without back-off",
+			name:    "changed image restarts only that container, without back-off",
 			pod:     newPod(changeB),
 			status:  status(sbs(ready("s1", 0)), ctr("c1", "a", "s1", running, 0, 0), ctr("c2", "b", "s1", running, 0, 3)),
 			backoff: fakeBackoff{"b": time.Minute},

@@ -24,6 +24,11 @@ func (p *planner) keepSidecars() {
 			p.start(c, true, "restartable init container is not running")
 		case cs.State == runtime.ContainerStateRunning && cs.SandboxID != p.a.SandboxID:
 			p.replace(c, cs)
+		case cs.State == runtime.ContainerStateRunning && specChanged(p.pod, c, cs):
+			// As upstream: a running sidecar whose definition changed (its
+			// image, the one field of it the API lets change) restarts.
+			p.kill(cs, "container spec changed")
+			p.start(c, true, "container spec changed")
 		case cs.State == runtime.ContainerStateRunning:
 			if p.unhealthy(cs) != "" {
 				p.restartUnhealthy(c, true, cs)

@@ -292,7 +292,7 @@ func (f *fakeRuntime) status(uid types.UID) *runtime.PodStatus {
 		}
 		ps.Containers = append(ps.Containers, &runtime.ContainerStatus{
 			ID: c.id, Name: id.ContainerName, State: c.state, CreatedAt: c.created, FinishedAt: c.finished,
-			ExitCode: c.exitCode, Hash: id.Hash, RestartCount: id.RestartCount, SandboxID: c.sandboxID,
+			ExitCode: c.exitCode, Hash: id.Hash, SpecHash: id.SpecHash, RestartCount: id.RestartCount, SandboxID: c.sandboxID,
 			TerminationGracePeriod: id.TerminationGracePeriod,
 		})
 	}

@@ -120,9 +120,13 @@ func TestSyncPodStartsNewPodWithMinimalCalls(t *testing.T) {
 	}
 }
 
+// TestSyncPodRestartsOnlyChangedContainer: an edit of one container of a
+// static pod (whose UID stays) restarts that container only. An API pod's
+// container restarts only for a new image (plan's tests).
 func TestSyncPodRestartsOnlyChangedContainer(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod("a", "b")
+	pod.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
 	h.sync(pod)
 	h.calls()
 
