@@ -24,6 +24,7 @@ import (
 
 	"github.com/nodelet/nodelet/e2e/framework"
 	"github.com/nodelet/nodelet/internal/poll"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
 
 // The churn soak: pods come and go for a while, at most a window of them at
@@ -136,6 +137,17 @@ func TestSoakChurn(t *testing.T) {
 	client := framework.CRIClient(t, rt)
 	n := framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig,
 		"--anonymous-auth=true", "--authorization-mode", "AlwaysAllow")
+	t.Cleanup(func() {
+		// The whole log, for a leak's history; the framework shows its tail.
+		if t.Failed() {
+			if b, err := os.ReadFile(n.LogFile); err == nil {
+				keep := filepath.Join(os.TempDir(), "nodelet-soak-failed.log")
+				if os.WriteFile(keep, b, 0o644) == nil {
+					t.Logf("nodelet's whole log: %s", keep)
+				}
+			}
+		}
+	})
 	cpWaitNode(t, admin)
 	ctx, cancel := context.WithTimeout(context.Background(), size.duration+15*time.Minute)
 	defer cancel()
@@ -204,14 +216,24 @@ func TestSoakChurn(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		truth := readRuntime(t, client)
-		return len(list.Items) == 0 && len(truth.allSandboxes) == 0,
-			fmt.Sprintf("%d API pods, %d sandboxes", len(list.Items), len(truth.allSandboxes))
+		sbs, err := client.ListPodSandbox(ctx, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		var left []string
+		for _, sb := range sbs {
+			left = append(left, fmt.Sprintf("%s (%s)", sb.GetMetadata().GetName(), sb.State))
+		}
+		return len(list.Items) == 0 && len(sbs) == 0, fmt.Sprintf("%d API pods, sandboxes %v", len(list.Items), left)
 	})
 	poll.Until(t, 5*time.Minute, time.Second, "nothing left of the pods on the node", func() (bool, string) {
 		var left []string
 		if ctrs, err := client.ListContainers(ctx, nil); err != nil || len(ctrs) > 0 {
-			left = append(left, fmt.Sprintf("%d containers (err %v)", len(ctrs), err))
+			var names []string
+			for _, c := range ctrs {
+				names = append(names, fmt.Sprintf("%s/%s (%s)", c.Labels[cri.LabelPodName], c.GetMetadata().GetName(), c.State))
+			}
+			left = append(left, fmt.Sprintf("containers %v (err %v)", names, err))
 		}
 		if dirs, _ := os.ReadDir(filepath.Join(n.RootDir, "pods")); len(dirs) > 0 {
 			left = append(left, fmt.Sprintf("%d pod dirs", len(dirs)))

@@ -139,6 +139,20 @@ func dialTarget(endpoint string) (string, error) {
 	return "unix://" + u.Path, nil
 }
 
+// uninterruptible detaches a call that changes the runtime's state from its
+// caller's cancellation (a sync abandoned because its pod went away) but
+// keeps the caller's values. Cancelled half-way, such a call can leave what
+// no later call repairs: in the churn soak (e2e/soak_test.go) a pod deleted
+// while its containers started left a container containerd would neither
+// stop (not running, it said) nor remove (its task still ran), and its
+// sandbox with it; with start calls run to completion it did not recur. A
+// RunPodSandbox cut off in the network set-up risks the same for its pod IP.
+// Finished, the call leaves a container or sandbox the killer stops as it
+// stops any other.
+func uninterruptible(ctx context.Context) context.Context {
+	return context.WithoutCancel(ctx)
+}
+
 // ctx bounds one runtime call by d, within the caller's own deadline.
 func (c *Client) ctx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)

@@ -30,9 +30,10 @@ func (c *Client) CreateContainer(ctx context.Context, sandboxID string, config *
 	return resp.ContainerId, nil
 }
 
-// StartContainer starts a created container.
+// StartContainer starts a created container. The caller's cancellation does
+// not interrupt it (see uninterruptible); the timeout still bounds it.
 func (c *Client) StartContainer(ctx context.Context, id string) error {
-	ctx, cancel := c.ctx(ctx, c.timeout)
+	ctx, cancel := c.ctx(uninterruptible(ctx), c.timeout)
 	defer cancel()
 	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
 		return fmt.Errorf("start container %s: %w", id, classify(err))

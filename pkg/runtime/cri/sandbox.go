@@ -12,9 +12,10 @@ import (
 
 // RunPodSandbox creates and starts a pod sandbox and returns its ID.
 // Sandbox creation sets up the pod network, which can take longer than an
-// ordinary call, so it gets twice the timeout.
+// ordinary call, so it gets twice the timeout. The caller's cancellation
+// does not interrupt it (see uninterruptible).
 func (c *Client) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
-	ctx, cancel := c.ctx(ctx, 2*c.timeout)
+	ctx, cancel := c.ctx(uninterruptible(ctx), 2*c.timeout)
 	defer cancel()
 	resp, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: runtimeHandler})
 	if err != nil {
