@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nodelet/nodelet/pkg/certs"
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/options"
 )
@@ -19,6 +22,9 @@ type cluster struct {
 	nodeName string
 	hostIP   string
 	client   kube.Interface
+	// creds is the client certificate from TLS bootstrapping and/or
+	// rotation; nil when the kubeconfig is used as it is.
+	creds *certs.Client
 }
 
 // Client-side rate limits: upstream's 5 QPS starves status updates during a
@@ -29,16 +35,39 @@ const (
 	clientBurst = 100
 )
 
-func newCluster(opts *options.Options, nodeName, hostIP string) (*cluster, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath)
+func newCluster(ctx context.Context, opts *options.Options, nodeName, hostIP string) (*cluster, error) {
+	c := &cluster{opts: opts, nodeName: nodeName, hostIP: hostIP}
+	var err error
+	c.creds, err = certs.NewClient(ctx, certs.ClientConfig{
+		KubeconfigPath: opts.KubeconfigPath, BootstrapKubeconfigPath: opts.BootstrapKubeconfigPath,
+		CertDir: opts.CertDir, NodeName: nodeName, Rotate: opts.RotateCertificates,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", opts.KubeconfigPath, err)
+		return nil, err
+	}
+	cfg, err := c.restConfig()
+	if err != nil {
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
-	cfg.UserAgent = "nodelet/" + version
-	client, err := kube.NewForConfig(cfg)
-	if err != nil {
+	if c.client, err = kube.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("API client: %w", err)
 	}
-	return &cluster{opts: opts, nodeName: nodeName, hostIP: hostIP, client: client}, nil
+	return c, nil
+}
+
+// restConfig is a fresh client configuration for the API server: the
+// kubeconfig's, or one presenting the managed client certificate.
+func (c *cluster) restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	if c.creds != nil {
+		cfg = c.creds.RESTConfig()
+	} else {
+		var err error
+		if cfg, err = clientcmd.BuildConfigFromFlags("", c.opts.KubeconfigPath); err != nil {
+			return nil, fmt.Errorf("load kubeconfig %s: %w", c.opts.KubeconfigPath, err)
+		}
+	}
+	cfg.UserAgent = "nodelet/" + version
+	return cfg, nil
 }
