@@ -12,7 +12,8 @@
 #   TOOLS_BIN       where etcd/kube-apiserver live (default _output/tools/bin; built if missing)
 #   WITH_CONTROLLERS 1: also start kube-controller-manager and kube-scheduler
 #
-# Writes into STATE_DIR: admin.kubeconfig, node.kubeconfig, pki/ (CA, apiserver serving cert,
+# Writes into STATE_DIR: admin.kubeconfig, node.kubeconfig, bootstrap.kubeconfig (group
+# system:bootstrappers), pki/ (CA, apiserver serving cert,
 # kubelet client cert, service-account keys), tokens.csv, cluster.env, logs/, *.pid.
 # Idempotent: if the cluster in STATE_DIR is already up and ready it only prints what is there.
 # Stop with hack/cluster-down.sh STATE_DIR.
@@ -129,10 +130,14 @@ ossl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
 
 ADMIN_TOKEN="$(openssl rand -hex 24)"
 NODE_TOKEN="$(openssl rand -hex 24)"
+# A bootstrap credential as kubeadm join's token authenticates (group system:bootstrappers), for
+# TLS bootstrapping tests; what it may do is up to the RBAC bindings a test creates.
+BOOTSTRAP_TOKEN="$(openssl rand -hex 24)"
 umask 077
 cat > "$STATE/tokens.csv" <<TOK
 $ADMIN_TOKEN,admin,uid-admin,"system:masters"
 $NODE_TOKEN,system:node:$NODE_NAME,uid-node-$NODE_NAME,"system:nodes"
+$BOOTSTRAP_TOKEN,system:bootstrap:nodelet,uid-bootstrap-nodelet,"system:bootstrappers"
 TOK
 
 kubeconfig() { # kubeconfig FILE USER TOKEN
@@ -156,6 +161,7 @@ KC
 }
 kubeconfig "$STATE/admin.kubeconfig" admin "$ADMIN_TOKEN"
 kubeconfig "$STATE/node.kubeconfig" "system:node:$NODE_NAME" "$NODE_TOKEN"
+kubeconfig "$STATE/bootstrap.kubeconfig" "system:bootstrap:nodelet" "$BOOTSTRAP_TOKEN"
 umask 022
 
 # --- etcd -----------------------------------------------------------------------------------------
@@ -271,7 +277,9 @@ ETCD_URL=$ETCD_URL
 NODE_NAME=$NODE_NAME
 ADMIN_KUBECONFIG=$STATE/admin.kubeconfig
 NODE_KUBECONFIG=$STATE/node.kubeconfig
+BOOTSTRAP_KUBECONFIG=$STATE/bootstrap.kubeconfig
 CA_FILE=$PKI/ca.crt
+CA_KEY_FILE=$PKI/ca.key
 KUBELET_CLIENT_CERT=$PKI/kubelet-client.crt
 KUBELET_CLIENT_KEY=$PKI/kubelet-client.key
 ENV

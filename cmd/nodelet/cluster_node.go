@@ -110,8 +110,12 @@ func (c *cluster) servingCertificate(ctx context.Context) (*certs.Serving, error
 		return nil, err
 	}
 	addrs := certs.NodeAddresses(c.opts.Hostname, c.nodeIPs())
-	return certs.NewServing(ctx, certs.ServingConfig{
+	sc := certs.ServingConfig{
 		CertDir: c.opts.CertDir, NodeName: c.nodeName, API: cfg,
 		Addresses: func() []v1.NodeAddress { return addrs },
-	})
+	}
+	if c.creds != nil {
+		sc.CanAsk = func() bool { return c.creds.Manager().Current() != nil }
+	}
+	return certs.NewServing(ctx, sc)
 }

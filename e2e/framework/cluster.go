@@ -30,11 +30,16 @@ type Cluster struct {
 	// NodeKubeconfig authenticates as system:node:<NodeName> in group system:nodes, so the Node
 	// authorizer and the NodeRestriction admission plugin apply to it as to a real kubelet.
 	NodeKubeconfig string
+	// BootstrapKubeconfig authenticates as system:bootstrap:nodelet in group system:bootstrappers,
+	// as a kubeadm bootstrap token does; it may do nothing until a test binds it a role.
+	BootstrapKubeconfig string
 	// NodeName is the node the node credentials are for.
 	NodeName string
 	// CAFile is the cluster CA. The API server's kubelet client certificate (KubeletClientCert) is
 	// signed by it: give it to the node agent as --client-ca-file for logs/exec/port-forward.
-	CAFile            string
+	CAFile string
+	// CAKeyFile is the CA's private key, for tests that sign CSRs themselves.
+	CAKeyFile         string
 	KubeletClientCert string
 	KubeletClientKey  string
 
@@ -101,15 +106,17 @@ func StartCluster(t testing.TB, nodeName string) *Cluster {
 		t.Fatalf("cluster: %v", err)
 	}
 	c := &Cluster{
-		StateDir:          state,
-		Server:            vals["SERVER"],
-		AdminKubeconfig:   vals["ADMIN_KUBECONFIG"],
-		NodeKubeconfig:    vals["NODE_KUBECONFIG"],
-		NodeName:          vals["NODE_NAME"],
-		CAFile:            vals["CA_FILE"],
-		KubeletClientCert: vals["KUBELET_CLIENT_CERT"],
-		KubeletClientKey:  vals["KUBELET_CLIENT_KEY"],
-		kubectl:           kubectl,
+		StateDir:            state,
+		Server:              vals["SERVER"],
+		AdminKubeconfig:     vals["ADMIN_KUBECONFIG"],
+		NodeKubeconfig:      vals["NODE_KUBECONFIG"],
+		BootstrapKubeconfig: vals["BOOTSTRAP_KUBECONFIG"],
+		CAKeyFile:           vals["CA_KEY_FILE"],
+		NodeName:            vals["NODE_NAME"],
+		CAFile:              vals["CA_FILE"],
+		KubeletClientCert:   vals["KUBELET_CLIENT_CERT"],
+		KubeletClientKey:    vals["KUBELET_CLIENT_KEY"],
+		kubectl:             kubectl,
 	}
 	t.Logf("cluster: %s up in %s (state %s)", c.Server, time.Since(begin).Round(time.Millisecond), state)
 	return c

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
@@ -24,12 +25,17 @@ type ServingConfig struct {
 	// API is the client configuration the CSRs are made with (the node's
 	// own credential).
 	API *rest.Config
+	// CanAsk reports whether API has a credential yet (nil: always). While
+	// the client certificate is being bootstrapped a request would only be
+	// refused and push the manager into its long backoff.
+	CanAsk func() bool
 }
 
 // Serving is the node API's serving certificate from the cluster
 // (serverTLSBootstrap).
 type Serving struct {
 	manager certificate.Manager
+	canAsk  func() bool
 }
 
 // NewServing prepares the kubernetes.io/kubelet-serving certificate; Run
@@ -53,7 +59,7 @@ func NewServing(ctx context.Context, cfg ServingConfig) (*Serving, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate manager: %w", err)
 	}
-	return &Serving{manager: m}, nil
+	return &Serving{manager: m, canAsk: cfg.CanAsk}, nil
 }
 
 // GetCertificate is the node API's tls.Config.GetCertificate: the current
@@ -68,6 +74,17 @@ func (s *Serving) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 
 // Run requests and renews the serving certificate until ctx ends.
 func (s *Serving) Run(ctx context.Context) error {
+	if s.canAsk != nil {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for !s.canAsk() {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+		}
+	}
 	s.manager.Start()
 	<-ctx.Done()
 	s.manager.Stop()
