@@ -47,9 +47,11 @@ const certLifetime = 2 * time.Minute
 // and run a pod; serve :port with the issued serving certificate; and
 // rotate the client certificate twice while the pod keeps running, its
 // Lease keeps being renewed past the old certificates' expiry and new pods
-// still start.
+// still start; and the API server, verifying node agents with the cluster
+// CA, reads a container's logs through the node API before and after the
+// serving certificate's rotation.
 func TestClusterTLSBootstrap(t *testing.T) {
-	cluster := framework.StartCluster(t, framework.NodeName)
+	cluster := framework.StartCluster(t, framework.NodeName, framework.VerifyKubeletServing)
 	if cluster.BootstrapKubeconfig == "" || cluster.CAKeyFile == "" {
 		t.Fatal("cluster-up wrote no bootstrap kubeconfig or CA key")
 	}
@@ -75,7 +77,9 @@ func TestClusterTLSBootstrap(t *testing.T) {
 
 	kubeconfig := filepath.Join(t.TempDir(), "kubelet.conf")
 	n := framework.StartNodelet(t, rt, "--kubeconfig", kubeconfig, "--bootstrap-kubeconfig", cluster.BootstrapKubeconfig,
-		"--rotate-certificates", "--rotate-server-certificates", "--client-ca-file", cluster.CAFile)
+		"--rotate-certificates", "--rotate-server-certificates", "--client-ca-file", cluster.CAFile,
+		// The API server reaches the node API on loopback (see docs/CLUSTER.md).
+		"--node-ip", "127.0.0.1")
 	cpWaitNode(t, admin)
 	certDir := filepath.Join(n.RootDir, "pki")
 	current := filepath.Join(certDir, "kubelet-client-current.pem")
@@ -97,7 +101,7 @@ func TestClusterTLSBootstrap(t *testing.T) {
 		t.Errorf("client certificate key %T, want ECDSA P-256 as upstream", first.PublicKey)
 	}
 
-	if out, err := cluster.KubectlInput(cpPodYAML("steady", "while true; do sleep 1; done", 1), "apply", "-f", "-"); err != nil {
+	if out, err := cluster.KubectlInput(cpPodYAML("steady", "echo hello from steady; while true; do sleep 1; done", 1), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	steady := cpWaitPod(t, admin, "steady", 90*time.Second, "Running", cpRunningInAPI)
@@ -116,6 +120,14 @@ func TestClusterTLSBootstrap(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(certDir, "kubelet-server-current.pem")); err != nil {
 		t.Errorf("serving pair: %v", err)
 	}
+	// The API server verifies that certificate with the cluster CA.
+	checkLogs := func(when string) {
+		t.Helper()
+		if out, err := cluster.Kubectl("logs", "steady"); err != nil || !strings.Contains(out, "hello from steady") {
+			t.Errorf("kubectl logs %s: %q, %v", when, out, err)
+		}
+	}
+	checkLogs("with the first serving certificate")
 
 	prev := first
 	for round := 1; round <= 2; round++ {
@@ -153,6 +165,7 @@ func TestClusterTLSBootstrap(t *testing.T) {
 	} else if c.SerialNumber.Cmp(served.SerialNumber) == 0 {
 		t.Errorf("serving certificate not rotated: serial %v since %s", c.SerialNumber, served.NotBefore.Format(time.TimeOnly))
 	}
+	checkLogs("after the serving certificate's rotation")
 	pairs, _ := filepath.Glob(filepath.Join(certDir, "kubelet-client-2*.pem"))
 	if len(pairs) < 3 {
 		t.Errorf("client pairs in %s: %v, want the bootstrapped one and two rotations", certDir, pairs)

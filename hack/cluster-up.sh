@@ -11,6 +11,8 @@
 #   NODE_NAME       node whose credentials go into node.kubeconfig (default: hostname, lowercased)
 #   TOOLS_BIN       where etcd/kube-apiserver live (default _output/tools/bin; built if missing)
 #   WITH_CONTROLLERS 1: also start kube-controller-manager and kube-scheduler
+#   KUBELET_CERTIFICATE_AUTHORITY 1: the API server verifies node agents' serving certificates with the
+#                   cluster CA (for agents that bootstrap them, serverTLSBootstrap)
 #
 # Writes into STATE_DIR: admin.kubeconfig, node.kubeconfig, bootstrap.kubeconfig (group
 # system:bootstrappers), pki/ (CA, apiserver serving cert,
@@ -184,6 +186,8 @@ for i in $(seq 1 100); do
   sleep 0.1
 done
 
+KUBELET_CA_ARGS=()
+[[ "${KUBELET_CERTIFICATE_AUTHORITY:-0}" == 1 ]] && KUBELET_CA_ARGS=(--kubelet-certificate-authority "$PKI/ca.crt")
 # --- kube-apiserver ---------------------------------------------------------------------------
 setsid "$APISERVER" \
   --etcd-servers "$ETCD_URL" \
@@ -201,6 +205,7 @@ setsid "$APISERVER" \
   --kubelet-client-certificate "$PKI/kubelet-client.crt" \
   --kubelet-client-key "$PKI/kubelet-client.key" \
   --kubelet-preferred-address-types InternalIP,Hostname \
+  ${KUBELET_CA_ARGS[@]+"${KUBELET_CA_ARGS[@]}"} \
   --allow-privileged=true \
   --profiling=false \
   --v=1 \

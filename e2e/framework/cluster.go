@@ -52,11 +52,19 @@ const (
 	debianKubectl       = "/usr/bin/kubectl"
 )
 
+// ClusterOption changes how StartCluster starts the control plane.
+type ClusterOption string
+
+// VerifyKubeletServing makes the API server verify node agents' serving certificates with the cluster
+// CA (--kubelet-certificate-authority), as on a cluster whose kubelets bootstrap them: logs, exec and
+// port-forward then work only with a certificate the cluster issued.
+const VerifyKubeletServing ClusterOption = "KUBELET_CERTIFICATE_AUTHORITY=1"
+
 // StartCluster brings up a fresh cluster with credentials for nodeName ("" = hostname, lowercased)
 // and stops it when the test ends. Missing binaries are built with hack/build-tools.sh (slow the
 // first time: run `make tools` ahead, and give `go test` a -timeout that allows it). When the
 // cluster cannot run here the test is skipped, or fails when CI=true.
-func StartCluster(t testing.TB, nodeName string) *Cluster {
+func StartCluster(t testing.TB, nodeName string, opts ...ClusterOption) *Cluster {
 	t.Helper()
 	root := RepoRoot()
 	bin := filepath.Join(root, "_output", "tools", "bin")
@@ -79,6 +87,9 @@ func StartCluster(t testing.TB, nodeName string) *Cluster {
 	env := []string{"APISERVER_PORT=" + strconv.Itoa(port)}
 	if nodeName != "" {
 		env = append(env, "NODE_NAME="+nodeName)
+	}
+	for _, o := range opts {
+		env = append(env, string(o))
 	}
 	// Registered before cluster-up runs, so a half-started cluster is stopped too. t.TempDir's own
 	// cleanup was registered first and therefore runs after this one.
