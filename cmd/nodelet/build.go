@@ -74,7 +74,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	d := &daemon{events: record.NewBroadcaster()}
 	add := func(c ...component) { d.components = append(d.components, c...) }
 	if opts.KubeconfigPath != "" {
-		if d.cluster, err = newCluster(ctx, opts, nodeName, hostIP); err != nil {
+		if d.cluster, err = newCluster(opts, nodeName, hostIP); err != nil {
 			return nil, err
 		}
 		if d.cluster.creds != nil {
@@ -233,7 +233,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 			return nil, err
 		}
 		if opts.ServerTLSBootstrap && opts.EnableServer {
-			if serving, err = cl.servingCertificate(ctx); err != nil {
+			if serving, err = cl.servingCertificate(); err != nil {
 				return nil, err
 			}
 			add(component{"serving certificate", serving.Run})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/client-go/rest"
@@ -35,10 +34,10 @@ const (
 	clientBurst = 100
 )
 
-func newCluster(ctx context.Context, opts *options.Options, nodeName, hostIP string) (*cluster, error) {
+func newCluster(opts *options.Options, nodeName, hostIP string) (*cluster, error) {
 	c := &cluster{opts: opts, nodeName: nodeName, hostIP: hostIP}
 	var err error
-	c.creds, err = certs.NewClient(ctx, certs.ClientConfig{
+	c.creds, err = certs.NewClient(certs.ClientConfig{
 		KubeconfigPath: opts.KubeconfigPath, BootstrapKubeconfigPath: opts.BootstrapKubeconfigPath,
 		CertDir: opts.CertDir, NodeName: nodeName, Rotate: opts.RotateCertificates,
 	})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -104,7 +103,7 @@ func (c *cluster) nodeIPs() []string {
 
 // servingCertificate is the node API's serving certificate from the
 // cluster (serverTLSBootstrap), for the addresses the Node reports.
-func (c *cluster) servingCertificate(ctx context.Context) (*certs.Serving, error) {
+func (c *cluster) servingCertificate() (*certs.Serving, error) {
 	cfg, err := c.restConfig()
 	if err != nil {
 		return nil, err
@@ -115,7 +114,7 @@ func (c *cluster) servingCertificate(ctx context.Context) (*certs.Serving, error
 		Addresses: func() []v1.NodeAddress { return addrs },
 	}
 	if c.creds != nil {
-		sc.CanAsk = func() bool { return c.creds.Manager().Current() != nil }
+		sc.CanAsk = func() bool { return c.creds.Current() != nil }
 	}
-	return certs.NewServing(ctx, sc)
+	return certs.NewServing(sc), nil
 }

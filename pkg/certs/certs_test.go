@@ -230,7 +230,7 @@ func TestNewClientBootstrapWritesKubeconfig(t *testing.T) {
 	writeKubeconfigFile(t, bootstrap, "token: abcdef.0123456789abcdef")
 	kubeconfig := filepath.Join(dir, "etc", "kubelet.conf")
 	certDir := filepath.Join(dir, "pki")
-	c, err := NewClient(t.Context(), ClientConfig{KubeconfigPath: kubeconfig, BootstrapKubeconfigPath: bootstrap, CertDir: certDir, NodeName: "node-a"})
+	c, err := NewClient(ClientConfig{KubeconfigPath: kubeconfig, BootstrapKubeconfigPath: bootstrap, CertDir: certDir, NodeName: "node-a"})
 	if err != nil || c == nil {
 		t.Fatalf("NewClient: %v, %v", c, err)
 	}
@@ -246,23 +246,20 @@ func TestNewClientBootstrapWritesKubeconfig(t *testing.T) {
 	if cfg.BearerToken != "" || cfg.Transport == nil || cfg.Host != "https://127.0.0.1:6443" {
 		t.Errorf("client config: token %q transport %v host %q", cfg.BearerToken, cfg.Transport, cfg.Host)
 	}
-	if c.Manager().Current() != nil {
+	if c.Current() != nil {
 		t.Errorf("a certificate before any was issued")
 	}
 
 	// Without rotation and with a usable kubeconfig, nothing is managed.
-	c, err = NewClient(t.Context(), ClientConfig{KubeconfigPath: bootstrap, CertDir: certDir, NodeName: "node-a"})
+	c, err = NewClient(ClientConfig{KubeconfigPath: bootstrap, CertDir: certDir, NodeName: "node-a"})
 	if err != nil || c != nil {
 		t.Errorf("plain kubeconfig: %v, %v; want nil, nil", c, err)
 	}
 }
 
 func TestServingFailsHandshakeUntilIssued(t *testing.T) {
-	s, err := NewServing(t.Context(), ServingConfig{CertDir: t.TempDir(), NodeName: "node-a",
+	s := NewServing(ServingConfig{CertDir: t.TempDir(), NodeName: "node-a",
 		Addresses: func() []v1.NodeAddress { return nil }, API: &rest.Config{Host: "https://127.0.0.1:1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if c, err := s.GetCertificate(nil); c != nil || err == nil || !strings.Contains(err.Error(), "kubelet-serving") {
 		t.Errorf("GetCertificate = %v, %v; want an error naming the CSR", c, err)
 	}

@@ -3,18 +3,18 @@ package certs
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/certificate"
 	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
 )
@@ -54,13 +54,13 @@ func Decide(bootstrapGiven, rotate bool, kubeconfigUnusable error) Plan {
 	return Plan{Manage: rotate || bootstrap, Bootstrap: bootstrap}
 }
 
-// Client is nodelet's API credential when the certificate manager provides
-// it. Every API client built from RESTConfig presents the manager's current
-// certificate in each TLS handshake, and Run closes their connections when
-// the certificate changes so that they reconnect with the new one.
+// Client is nodelet's API credential when nodelet manages it. Every API
+// client built from RESTConfig presents the current certificate in each TLS
+// handshake, and Run closes their connections when the certificate changes
+// so that they reconnect with the new one.
 type Client struct {
 	cfg     ClientConfig
-	manager certificate.Manager
+	manager *manager
 	rest    *rest.Config
 	dialer  *connrotation.Dialer
 }
@@ -70,17 +70,15 @@ type Client struct {
 // used as it is. Bootstrapping writes the kubeconfig (pointing at the
 // certificate that is yet to be issued, as upstream) before returning; the
 // certificate itself is requested by Run.
-func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
+func NewClient(cfg ClientConfig) (*Client, error) {
 	unusable := KubeconfigUsable(cfg.KubeconfigPath, time.Now())
 	plan := Decide(cfg.BootstrapKubeconfigPath != "", cfg.Rotate, unusable)
 	if !plan.Manage {
 		return nil, nil
 	}
-	store, err := certificate.NewFileStoreWithLogger(klog.FromContext(ctx), ClientPairPrefix, cfg.CertDir, cfg.CertDir, "", "")
-	if err != nil {
-		return nil, fmt.Errorf("client certificate store in %s: %w", cfg.CertDir, err)
-	}
+	store := FileStore{Dir: cfg.CertDir, Prefix: ClientPairPrefix}
 	var certConfig, clientConfig *rest.Config
+	var err error
 	if plan.Bootstrap {
 		if !errors.Is(unusable, fs.ErrNotExist) {
 			klog.InfoS("Kubeconfig has no usable client certificate: bootstrapping", "kubeconfig", cfg.KubeconfigPath, "reason", unusable)
@@ -88,57 +86,82 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		if certConfig, err = loadKubeconfig(cfg.BootstrapKubeconfigPath); err != nil {
 			return nil, fmt.Errorf("--bootstrap-kubeconfig: %w", err)
 		}
-		pemPath := store.CurrentPath()
-		if err := writeKubeconfig(cfg.KubeconfigPath, BootstrappedKubeconfig(certConfig, pemPath)); err != nil {
+		if err := writeKubeconfig(cfg.KubeconfigPath, BootstrappedKubeconfig(certConfig, store.CurrentPath())); err != nil {
 			return nil, err
 		}
-		clientConfig = rest.AnonymousClientConfig(certConfig)
-		clientConfig.CertFile, clientConfig.KeyFile = pemPath, pemPath
+		clientConfig = certConfig
 	} else {
 		if clientConfig, err = loadKubeconfig(cfg.KubeconfigPath); err != nil {
 			return nil, err
 		}
 		certConfig = clientConfig
-		// The kubeconfig's pair, when in files, is where the store starts.
-		if store, err = certificate.NewFileStoreWithLogger(klog.FromContext(ctx), ClientPairPrefix, cfg.CertDir, cfg.CertDir, clientConfig.CertFile, clientConfig.KeyFile); err != nil {
-			return nil, fmt.Errorf("client certificate store in %s: %w", cfg.CertDir, err)
-		}
 	}
 
 	c := &Client{cfg: cfg, dialer: connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)}
 	if c.rest, err = c.rotatingConfig(clientConfig); err != nil {
 		return nil, err
 	}
-	c.manager, err = certificate.NewManager(&certificate.Config{
-		ClientsetFn: func(current *tls.Certificate) (clientset.Interface, error) {
+	c.manager = &manager{
+		name:     "client",
+		store:    store,
+		template: func() *x509.CertificateRequest { return ClientTemplate(cfg.NodeName) },
+		signer:   certificatesv1.KubeAPIServerClientKubeletSignerName,
+		usages:   clientUsages,
+		client: func(current *tls.Certificate) (CSRClient, error) {
 			// With a certificate the node renews with its own identity;
-			// without one, only the bootstrap credential can ask.
+			// without one, only the bootstrap (or kubeconfig) credential
+			// can ask.
 			if current != nil {
-				return csrClientFor(c.rest)
+				return NewCSRClient(c.rest)
 			}
-			return csrClientFor(certConfig)
+			return NewCSRClient(certConfig)
 		},
-		Template:                ClientTemplate(cfg.NodeName),
-		SignerName:              certificatesv1.KubeAPIServerClientKubeletSignerName,
-		GetUsages:               certificate.DefaultKubeletClientGetUsages,
-		CertificateStore:        store,
-		BootstrapCertificatePEM: clientConfig.CertData,
-		BootstrapKeyPEM:         clientConfig.KeyData,
-		Name:                    "client",
-		Ctx:                     &ctx,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("client certificate manager: %w", err)
+		rotate: cfg.Rotate,
+	}
+	c.manager.load(time.Now())
+	if c.manager.Current() == nil && !plan.Bootstrap {
+		// The kubeconfig's own pair starts the store, so that the layout
+		// kubeadm and operators look for exists from the start.
+		if err := c.adoptKubeconfigPair(clientConfig); err != nil {
+			klog.InfoS("Kubeconfig's client certificate not adopted: requesting one", "reason", err)
+		}
 	}
 	return c, nil
 }
 
+// adoptKubeconfigPair stores the kubeconfig's certificate and key as the
+// current pair.
+func (c *Client) adoptKubeconfigPair(cfg *rest.Config) error {
+	certPEM, keyPEM := cfg.CertData, cfg.KeyData
+	var err error
+	if len(certPEM) == 0 && cfg.CertFile != "" {
+		if certPEM, err = os.ReadFile(cfg.CertFile); err != nil {
+			return err
+		}
+	}
+	if len(keyPEM) == 0 && cfg.KeyFile != "" {
+		if keyPEM, err = os.ReadFile(cfg.KeyFile); err != nil {
+			return err
+		}
+	}
+	if len(certPEM) == 0 || len(keyPEM) == 0 {
+		return errNoClientCert
+	}
+	pair, err := c.manager.store.Update(certPEM, keyPEM, time.Now())
+	if err != nil {
+		return err
+	}
+	c.manager.current.Store(pair)
+	return nil
+}
+
 // rotatingConfig is base without its client credential, with a transport
-// whose handshakes present the manager's current certificate and whose
-// connections the dialer can close.
+// whose handshakes present the current certificate and whose connections
+// the dialer can close.
 func (c *Client) rotatingConfig(base *rest.Config) (*rest.Config, error) {
 	// AnonymousClientConfig keeps the server and CA, drops every credential
-	// (a bearer token included: the certificate is the identity).
+	// (a bearer token included: the certificate is the identity, as
+	// upstream).
 	cfg := rest.AnonymousClientConfig(base)
 	tlsConfig, err := rest.TLSConfigFor(cfg)
 	if err != nil {
@@ -172,8 +195,8 @@ func (c *Client) rotatingConfig(base *rest.Config) (*rest.Config, error) {
 // call, all sharing the rotating transport.
 func (c *Client) RESTConfig() *rest.Config { return rest.CopyConfig(c.rest) }
 
-// Manager is the client certificate manager.
-func (c *Client) Manager() certificate.Manager { return c.manager }
+// Current is the current client certificate, nil before the first.
+func (c *Client) Current() *tls.Certificate { return c.manager.Current() }
 
 // Check periods of Run: how often the current certificate is compared with
 // the one connections were made with (a pointer comparison), and how long
@@ -188,16 +211,21 @@ const (
 // Run requests, stores and (with Rotate) renews the client certificate
 // until ctx ends. When the certificate changes it closes every API
 // connection, so each client reconnects presenting the new one; watches
-// resume from their last resource version. Without Rotate it stops the
-// manager once the first certificate was issued. It returns an error when
-// no valid certificate was available for exitAfter while the API server
-// was reachable.
+// resume from their last resource version. It returns an error when no
+// valid certificate was available for exitAfter while the API server
+// answered.
 func (c *Client) Run(ctx context.Context) error {
-	c.manager.Start()
-	defer c.manager.Stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.manager.run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+
 	last := c.manager.Current()
 	lastValid := time.Now()
-	rotating := true
 	t := time.NewTicker(rotationCheckPeriod)
 	defer t.Stop()
 	for {
@@ -210,20 +238,15 @@ func (c *Client) Run(ctx context.Context) error {
 		now := time.Now()
 		if cur != nil && cur.Leaf != nil && now.Before(cur.Leaf.NotAfter) {
 			lastValid = now
-		} else if now.Sub(lastValid) > exitAfter && c.manager.ServerHealthy() {
+		} else if now.Sub(lastValid) > exitAfter && c.manager.healthy.Load() {
 			return fmt.Errorf("no valid client certificate for %s while the API server answers: %s", exitAfter, credentialHint(c.cfg))
 		}
 		if cur == nil || cur == last {
 			continue
 		}
 		last = cur
-		klog.InfoS("Client certificate changed: reconnecting to the API server with it", "expires", cur.Leaf.NotAfter, "file", c.cfg.CertDir)
+		klog.InfoS("Client certificate changed: reconnecting to the API server with it", "notAfter", cur.Leaf.NotAfter, "file", c.manager.store.CurrentPath())
 		c.dialer.CloseAll()
-		if !c.cfg.Rotate && rotating {
-			klog.InfoS("Client certificate bootstrapped; it will not be rotated (rotateCertificates is false)", "expires", cur.Leaf.NotAfter)
-			c.manager.Stop()
-			rotating = false
-		}
 	}
 }
 

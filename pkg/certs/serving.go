@@ -4,15 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
-	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/certificate"
-	"k8s.io/klog/v2"
 )
 
 // ServingConfig is what the serving certificate is requested with.
@@ -27,39 +23,33 @@ type ServingConfig struct {
 	API *rest.Config
 	// CanAsk reports whether API has a credential yet (nil: always). While
 	// the client certificate is being bootstrapped a request would only be
-	// refused and push the manager into its long backoff.
+	// refused and push the manager into its backoff.
 	CanAsk func() bool
 }
 
 // Serving is the node API's serving certificate from the cluster
 // (serverTLSBootstrap).
 type Serving struct {
-	manager certificate.Manager
+	manager *manager
 	canAsk  func() bool
 }
 
-// NewServing prepares the kubernetes.io/kubelet-serving certificate; Run
-// requests and renews it.
-func NewServing(ctx context.Context, cfg ServingConfig) (*Serving, error) {
-	store, err := certificate.NewFileStoreWithLogger(klog.FromContext(ctx), ServingPairPrefix, cfg.CertDir, cfg.CertDir, "", "")
-	if err != nil {
-		return nil, fmt.Errorf("serving certificate store in %s: %w", cfg.CertDir, err)
-	}
-	m, err := certificate.NewManager(&certificate.Config{
-		ClientsetFn: func(*tls.Certificate) (clientset.Interface, error) { return csrClientFor(cfg.API) },
+// NewServing prepares the kubernetes.io/kubelet-serving certificate, with
+// the stored pair if there is one; Run requests and renews it.
+func NewServing(cfg ServingConfig) *Serving {
+	m := &manager{
+		name:  "serving",
+		store: FileStore{Dir: cfg.CertDir, Prefix: ServingPairPrefix},
 		// A template that changes (new addresses) makes the manager request
-		// a new certificate, as upstream's.
-		GetTemplate:      func() *x509.CertificateRequest { return ServingTemplate(cfg.NodeName, cfg.Addresses()) },
-		SignerName:       certificatesv1.KubeletServingSignerName,
-		GetUsages:        certificate.DefaultKubeletServingGetUsages,
-		CertificateStore: store,
-		Name:             "server",
-		Ctx:              &ctx,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("serving certificate manager: %w", err)
+		// a new certificate at once, as upstream's.
+		template: func() *x509.CertificateRequest { return ServingTemplate(cfg.NodeName, cfg.Addresses()) },
+		signer:   certificatesv1.KubeletServingSignerName,
+		usages:   servingUsages,
+		client:   func(*tls.Certificate) (CSRClient, error) { return NewCSRClient(cfg.API) },
+		rotate:   true,
 	}
-	return &Serving{manager: m, canAsk: cfg.CanAsk}, nil
+	m.load(time.Now())
+	return &Serving{manager: m, canAsk: cfg.CanAsk}
 }
 
 // GetCertificate is the node API's tls.Config.GetCertificate: the current
@@ -85,8 +75,6 @@ func (s *Serving) Run(ctx context.Context) error {
 			}
 		}
 	}
-	s.manager.Start()
-	<-ctx.Done()
-	s.manager.Stop()
+	s.manager.run(ctx)
 	return nil
 }
