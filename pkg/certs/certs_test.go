@@ -266,3 +266,24 @@ func TestServingFailsHandshakeUntilIssued(t *testing.T) {
 }
 
 func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// With rotation and a kubeconfig holding its own pair (kubeadm init's
+// kubelet.conf), the pair is adopted into the store: kubelet-client-current.pem
+// exists from the start and is what gets renewed.
+func TestNewClientAdoptsKubeconfigPair(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	_, certPEM, keyPEM := testCert(t, now.Add(-time.Minute), now.Add(time.Hour))
+	kubeconfig := filepath.Join(dir, "kubelet.conf")
+	writeKubeconfigFile(t, kubeconfig, "client-certificate-data: "+encodeBase64(certPEM)+", client-key-data: "+encodeBase64(keyPEM))
+	c, err := NewClient(ClientConfig{KubeconfigPath: kubeconfig, CertDir: filepath.Join(dir, "pki"), NodeName: "node-a", Rotate: true})
+	if err != nil || c == nil {
+		t.Fatalf("NewClient: %v, %v", c, err)
+	}
+	if c.Current() == nil || c.Current().Leaf.Subject.CommonName != "system:node:node-a" {
+		t.Errorf("current %v, want the kubeconfig's pair", c.Current())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pki", "kubelet-client-current.pem")); err != nil {
+		t.Errorf("kubelet-client-current.pem: %v", err)
+	}
+}

@@ -77,8 +77,9 @@ var (
 	servingUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
 )
 
-// csrPollPeriod is how often a pending CSR is read again.
-const csrPollPeriod = time.Second
+// csrPollPeriod is how often a pending CSR is read again (a variable for
+// the tests).
+var csrPollPeriod = time.Second
 
 // obtain makes a new ECDSA P-256 key (upstream's choice), asks for a
 // certificate for it with a CSR and waits until the CSR is issued, denied

@@ -13,8 +13,12 @@
 //     (kubernetes.io/kubelet-serving, the node's names and addresses as SANs),
 //     stored as kubelet-server-current.pem and renewed the same way.
 //
-// The requesting, storing and rotating is client-go's
-// (k8s.io/client-go/util/certificate); this package decides what to ask for
-// and when the existing credential will do, and gives the API clients a
-// transport that always presents the current certificate.
+// The behaviour follows upstream's kubelet (read, not copied) and client-go's
+// k8s.io/client-go/util/certificate, which is not used: it links client-go's
+// clientset, which registers every API group at start-up and would undo
+// what pkg/kube saves (docs/BENCHMARKS.md, "RSS"). The CSR client here knows
+// only the certificates API; client-go's keyutil, connrotation and rest do
+// the rest. The API clients get a transport that presents the current
+// certificate in every handshake and whose connections are closed when it
+// changes.
 package certs
