@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nodelet/nodelet/pkg/certs"
