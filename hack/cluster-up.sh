@@ -11,8 +11,11 @@
 #   NODE_NAME       node whose credentials go into node.kubeconfig (default: hostname, lowercased)
 #   TOOLS_BIN       where etcd/kube-apiserver live (default _output/tools/bin; built if missing)
 #   WITH_CONTROLLERS 1: also start kube-controller-manager and kube-scheduler
+#   KUBELET_CERTIFICATE_AUTHORITY 1: the API server verifies node agents' serving certificates with the
+#                   cluster CA (for agents that bootstrap them, serverTLSBootstrap)
 #
-# Writes into STATE_DIR: admin.kubeconfig, node.kubeconfig, pki/ (CA, apiserver serving cert,
+# Writes into STATE_DIR: admin.kubeconfig, node.kubeconfig, bootstrap.kubeconfig (group
+# system:bootstrappers), pki/ (CA, apiserver serving cert,
 # kubelet client cert, service-account keys), tokens.csv, cluster.env, logs/, *.pid.
 # Idempotent: if the cluster in STATE_DIR is already up and ready it only prints what is there.
 # Stop with hack/cluster-down.sh STATE_DIR.
@@ -129,10 +132,14 @@ ossl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
 
 ADMIN_TOKEN="$(openssl rand -hex 24)"
 NODE_TOKEN="$(openssl rand -hex 24)"
+# A bootstrap credential as kubeadm join's token authenticates (group system:bootstrappers), for
+# TLS bootstrapping tests; what it may do is up to the RBAC bindings a test creates.
+BOOTSTRAP_TOKEN="$(openssl rand -hex 24)"
 umask 077
 cat > "$STATE/tokens.csv" <<TOK
 $ADMIN_TOKEN,admin,uid-admin,"system:masters"
 $NODE_TOKEN,system:node:$NODE_NAME,uid-node-$NODE_NAME,"system:nodes"
+$BOOTSTRAP_TOKEN,system:bootstrap:nodelet,uid-bootstrap-nodelet,"system:bootstrappers"
 TOK
 
 kubeconfig() { # kubeconfig FILE USER TOKEN
@@ -156,6 +163,7 @@ KC
 }
 kubeconfig "$STATE/admin.kubeconfig" admin "$ADMIN_TOKEN"
 kubeconfig "$STATE/node.kubeconfig" "system:node:$NODE_NAME" "$NODE_TOKEN"
+kubeconfig "$STATE/bootstrap.kubeconfig" "system:bootstrap:nodelet" "$BOOTSTRAP_TOKEN"
 umask 022
 
 # --- etcd -----------------------------------------------------------------------------------------
@@ -178,6 +186,8 @@ for i in $(seq 1 100); do
   sleep 0.1
 done
 
+KUBELET_CA_ARGS=()
+[[ "${KUBELET_CERTIFICATE_AUTHORITY:-0}" == 1 ]] && KUBELET_CA_ARGS=(--kubelet-certificate-authority "$PKI/ca.crt")
 # --- kube-apiserver ---------------------------------------------------------------------------
 setsid "$APISERVER" \
   --etcd-servers "$ETCD_URL" \
@@ -195,6 +205,7 @@ setsid "$APISERVER" \
   --kubelet-client-certificate "$PKI/kubelet-client.crt" \
   --kubelet-client-key "$PKI/kubelet-client.key" \
   --kubelet-preferred-address-types InternalIP,Hostname \
+  ${KUBELET_CA_ARGS[@]+"${KUBELET_CA_ARGS[@]}"} \
   --allow-privileged=true \
   --profiling=false \
   --v=1 \
@@ -271,7 +282,9 @@ ETCD_URL=$ETCD_URL
 NODE_NAME=$NODE_NAME
 ADMIN_KUBECONFIG=$STATE/admin.kubeconfig
 NODE_KUBECONFIG=$STATE/node.kubeconfig
+BOOTSTRAP_KUBECONFIG=$STATE/bootstrap.kubeconfig
 CA_FILE=$PKI/ca.crt
+CA_KEY_FILE=$PKI/ca.key
 KUBELET_CLIENT_CERT=$PKI/kubelet-client.crt
 KUBELET_CLIENT_KEY=$PKI/kubelet-client.key
 ENV

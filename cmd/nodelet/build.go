@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/agent"
+	"github.com/nodelet/nodelet/pkg/certs"
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/gc"
 	"github.com/nodelet/nodelet/pkg/images"
@@ -76,6 +77,9 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	if opts.KubeconfigPath != "" {
 		if d.cluster, err = newCluster(opts, nodeName, hostIP); err != nil {
 			return nil, err
+		}
+		if d.cluster.creds != nil {
+			add(component{"client certificate", d.cluster.creds.Run})
 		}
 	}
 	cl := d.cluster
@@ -224,14 +228,21 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		d.servers = append(d.servers, server.NewReadOnlyServer(addr, server.ReadOnlyDeps{Pods: ag.Pods, PodsVersion: ag.PodsVersion, HealthChecks: healthChecks}))
 	}
 	var apiClient kube.Interface
+	var serving *certs.Serving
 	if cl != nil {
 		if apiClient, err = cl.reviewClient(); err != nil {
 			return nil, err
 		}
+		if opts.ServerTLSBootstrap && opts.EnableServer {
+			if serving, err = cl.servingCertificate(); err != nil {
+				return nil, err
+			}
+			add(component{"serving certificate", serving.Run})
+		}
 	}
 	apiServer, rotateLogs, err := nodeAPI(opts, apiServerDeps{
 		nodeName: nodeName, hostIP: hostIP, runtime: client, pods: pods, podList: ag.Pods, podsVersion: ag.PodsVersion,
-		health: healthChecks, gatherer: registry, client: apiClient,
+		health: healthChecks, gatherer: registry, client: apiClient, serving: serving,
 	})
 	if err != nil {
 		return nil, err

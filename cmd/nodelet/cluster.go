@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nodelet/nodelet/pkg/certs"
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/version"
@@ -20,6 +22,9 @@ type cluster struct {
 	nodeName string
 	hostIP   string
 	client   kube.Interface
+	// creds is the client certificate from TLS bootstrapping and/or
+	// rotation; nil when the kubeconfig is used as it is.
+	creds *certs.Client
 }
 
 // Client-side rate limits: upstream's 5 QPS starves status updates during a
@@ -31,15 +36,38 @@ const (
 )
 
 func newCluster(opts *options.Options, nodeName, hostIP string) (*cluster, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath)
+	c := &cluster{opts: opts, nodeName: nodeName, hostIP: hostIP}
+	var err error
+	c.creds, err = certs.NewClient(certs.ClientConfig{
+		KubeconfigPath: opts.KubeconfigPath, BootstrapKubeconfigPath: opts.BootstrapKubeconfigPath,
+		CertDir: opts.CertDir, NodeName: nodeName, Rotate: opts.RotateCertificates,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", opts.KubeconfigPath, err)
+		return nil, err
+	}
+	cfg, err := c.restConfig()
+	if err != nil {
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
-	cfg.UserAgent = version.UserAgent()
-	client, err := kube.NewForConfig(cfg)
-	if err != nil {
+	if c.client, err = kube.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("API client: %w", err)
 	}
-	return &cluster{opts: opts, nodeName: nodeName, hostIP: hostIP, client: client}, nil
+	return c, nil
+}
+
+// restConfig is a fresh client configuration for the API server: the
+// kubeconfig's, or one presenting the managed client certificate.
+func (c *cluster) restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	if c.creds != nil {
+		cfg = c.creds.RESTConfig()
+	} else {
+		var err error
+		if cfg, err = clientcmd.BuildConfigFromFlags("", c.opts.KubeconfigPath); err != nil {
+			return nil, fmt.Errorf("load kubeconfig %s: %w", c.opts.KubeconfigPath, err)
+		}
+	}
+	cfg.UserAgent = version.UserAgent()
+	return cfg, nil
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 
-	"k8s.io/client-go/tools/clientcmd"
-
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/nodelet/nodelet/pkg/certs"
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/node"
 	"github.com/nodelet/nodelet/pkg/options"
@@ -26,12 +26,7 @@ type nodeHost struct {
 // It runs beside everything else: nothing waits for it, and it retries on
 // its own while the API server is unreachable.
 func (c *cluster) nodeController(h nodeHost, recorder record.EventRecorder) (*node.Controller, error) {
-	ips := []string{c.hostIP}
-	for _, ip := range c.opts.NodeIPs() {
-		if s := ip.String(); s != c.hostIP {
-			ips = append(ips, s)
-		}
-	}
+	ips := c.nodeIPs()
 	// Upstream: an explicitly set --node-status-update-frequency is also the
 	// default report period. nodelet cannot tell "set to 10s" from "left at
 	// 10s", so a non-default value counts as set.
@@ -86,15 +81,44 @@ func (c *cluster) reviewClient() (kube.Interface, error) {
 
 // ownClient is an API client with its own rate limiter (qps < 0: none).
 func (c *cluster) ownClient(purpose string, qps float32, burst int) (kube.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.opts.KubeconfigPath)
+	cfg, err := c.restConfig()
 	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", c.opts.KubeconfigPath, err)
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = qps, burst
-	cfg.UserAgent = version.UserAgent()
 	client, err := kube.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s API client: %w", purpose, err)
 	}
 	return client, nil
+}
+
+// nodeIPs are the node's addresses: the host IP first, then the other
+// --node-ip ones.
+func (c *cluster) nodeIPs() []string {
+	ips := []string{c.hostIP}
+	for _, ip := range c.opts.NodeIPs() {
+		if s := ip.String(); s != c.hostIP {
+			ips = append(ips, s)
+		}
+	}
+	return ips
+}
+
+// servingCertificate is the node API's serving certificate from the
+// cluster (serverTLSBootstrap), for the addresses the Node reports.
+func (c *cluster) servingCertificate() (*certs.Serving, error) {
+	cfg, err := c.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	addrs := certs.NodeAddresses(c.opts.Hostname, c.nodeIPs())
+	sc := certs.ServingConfig{
+		CertDir: c.opts.CertDir, NodeName: c.nodeName, API: cfg,
+		Addresses: func() []v1.NodeAddress { return addrs },
+	}
+	if c.creds != nil {
+		sc.CanAsk = func() bool { return c.creds.Current() != nil }
+	}
+	return certs.NewServing(sc), nil
 }

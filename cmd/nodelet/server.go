@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/certs"
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/logs"
 	"github.com/nodelet/nodelet/pkg/metrics"
@@ -43,6 +45,9 @@ type apiServerDeps struct {
 	gatherer    prometheus.Gatherer
 	// client is the API client; nil when standalone.
 	client kube.Interface
+	// serving is the serving certificate from the cluster
+	// (serverTLSBootstrap); nil: --tls-cert-file or a self-signed one.
+	serving *certs.Serving
 }
 
 // errNoNodeAPI says why the node API is not served; run logs it and goes on.
@@ -75,9 +80,14 @@ func newAPIServer(opts *options.Options, d apiServerDeps) (*server.Server, error
 	if err != nil {
 		return nil, err
 	}
-	cert, err := server.ServingCertificate(opts.TLSCertFile, opts.TLSPrivateKeyFile, selfSigned(opts, d))
-	if err != nil {
-		return nil, err
+	var cert tls.Certificate
+	if d.serving == nil {
+		if cert, err = server.ServingCertificate(opts.TLSCertFile, opts.TLSPrivateKeyFile, selfSigned(opts, d)); err != nil {
+			return nil, err
+		}
+	} else if opts.TLSCertFile != "" {
+		// As upstream: serverTLSBootstrap takes precedence.
+		klog.InfoS("serverTLSBootstrap is on: --tls-cert-file and --tls-private-key-file are not used", "tlsCertFile", opts.TLSCertFile)
 	}
 	deps, err := apiDeps(opts, d)
 	if err != nil {
@@ -86,6 +96,10 @@ func newAPIServer(opts *options.Options, d apiServerDeps) (*server.Server, error
 	klog.InfoS("Node API configured", "address", addr, "clientCA", opts.ClientCAFile != "",
 		"tokenWebhook", opts.WebhookAuthentication, "anonymous", opts.AnonymousAuth, "authorization", opts.AuthorizationMode, "tlsMinVersion", opts.TLSMinVersion)
 	tlsConfig := server.TLSConfig(cert, clientCAs)
+	if d.serving != nil {
+		tlsConfig.Certificates = nil
+		tlsConfig.GetCertificate = d.serving.GetCertificate
+	}
 	// --tls-min-version and --tls-cipher-suites; unset keeps TLSConfig's
 	// TLS 1.2 floor and Go's suites.
 	if v := opts.TLSVersion(); v != 0 {
@@ -195,9 +209,13 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 }
 
 // selfSigned is where a serving certificate is generated when none is
-// configured: <root-dir>/pki, for the node name and its addresses.
+// configured: --cert-dir, for the node name and its addresses.
 func selfSigned(opts *options.Options, d apiServerDeps) server.SelfSigned {
-	s := server.SelfSigned{Dir: filepath.Join(opts.RootDir, "pki"), Host: d.nodeName, DNSNames: []string{"localhost"}}
+	dir := opts.CertDir
+	if dir == "" { // options not from Resolve (tests)
+		dir = filepath.Join(opts.RootDir, "pki")
+	}
+	s := server.SelfSigned{Dir: dir, Host: d.nodeName, DNSNames: []string{"localhost"}}
 	s.IPs = append(s.IPs, opts.NodeIPs()...)
 	if ip := net.ParseIP(d.hostIP); ip != nil {
 		s.IPs = append(s.IPs, ip)

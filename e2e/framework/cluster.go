@@ -30,11 +30,16 @@ type Cluster struct {
 	// NodeKubeconfig authenticates as system:node:<NodeName> in group system:nodes, so the Node
 	// authorizer and the NodeRestriction admission plugin apply to it as to a real kubelet.
 	NodeKubeconfig string
+	// BootstrapKubeconfig authenticates as system:bootstrap:nodelet in group system:bootstrappers,
+	// as a kubeadm bootstrap token does; it may do nothing until a test binds it a role.
+	BootstrapKubeconfig string
 	// NodeName is the node the node credentials are for.
 	NodeName string
 	// CAFile is the cluster CA. The API server's kubelet client certificate (KubeletClientCert) is
 	// signed by it: give it to the node agent as --client-ca-file for logs/exec/port-forward.
-	CAFile            string
+	CAFile string
+	// CAKeyFile is the CA's private key, for tests that sign CSRs themselves.
+	CAKeyFile         string
 	KubeletClientCert string
 	KubeletClientKey  string
 
@@ -47,11 +52,19 @@ const (
 	debianKubectl       = "/usr/bin/kubectl"
 )
 
+// ClusterOption changes how StartCluster starts the control plane.
+type ClusterOption string
+
+// VerifyKubeletServing makes the API server verify node agents' serving certificates with the cluster
+// CA (--kubelet-certificate-authority), as on a cluster whose kubelets bootstrap them: logs, exec and
+// port-forward then work only with a certificate the cluster issued.
+const VerifyKubeletServing ClusterOption = "KUBELET_CERTIFICATE_AUTHORITY=1"
+
 // StartCluster brings up a fresh cluster with credentials for nodeName ("" = hostname, lowercased)
 // and stops it when the test ends. Missing binaries are built with hack/build-tools.sh (slow the
 // first time: run `make tools` ahead, and give `go test` a -timeout that allows it). When the
 // cluster cannot run here the test is skipped, or fails when CI=true.
-func StartCluster(t testing.TB, nodeName string) *Cluster {
+func StartCluster(t testing.TB, nodeName string, opts ...ClusterOption) *Cluster {
 	t.Helper()
 	root := RepoRoot()
 	bin := filepath.Join(root, "_output", "tools", "bin")
@@ -74,6 +87,9 @@ func StartCluster(t testing.TB, nodeName string) *Cluster {
 	env := []string{"APISERVER_PORT=" + strconv.Itoa(port)}
 	if nodeName != "" {
 		env = append(env, "NODE_NAME="+nodeName)
+	}
+	for _, o := range opts {
+		env = append(env, string(o))
 	}
 	// Registered before cluster-up runs, so a half-started cluster is stopped too. t.TempDir's own
 	// cleanup was registered first and therefore runs after this one.
@@ -101,15 +117,17 @@ func StartCluster(t testing.TB, nodeName string) *Cluster {
 		t.Fatalf("cluster: %v", err)
 	}
 	c := &Cluster{
-		StateDir:          state,
-		Server:            vals["SERVER"],
-		AdminKubeconfig:   vals["ADMIN_KUBECONFIG"],
-		NodeKubeconfig:    vals["NODE_KUBECONFIG"],
-		NodeName:          vals["NODE_NAME"],
-		CAFile:            vals["CA_FILE"],
-		KubeletClientCert: vals["KUBELET_CLIENT_CERT"],
-		KubeletClientKey:  vals["KUBELET_CLIENT_KEY"],
-		kubectl:           kubectl,
+		StateDir:            state,
+		Server:              vals["SERVER"],
+		AdminKubeconfig:     vals["ADMIN_KUBECONFIG"],
+		NodeKubeconfig:      vals["NODE_KUBECONFIG"],
+		BootstrapKubeconfig: vals["BOOTSTRAP_KUBECONFIG"],
+		CAKeyFile:           vals["CA_KEY_FILE"],
+		NodeName:            vals["NODE_NAME"],
+		CAFile:              vals["CA_FILE"],
+		KubeletClientCert:   vals["KUBELET_CLIENT_CERT"],
+		KubeletClientKey:    vals["KUBELET_CLIENT_KEY"],
+		kubectl:             kubectl,
 	}
 	t.Logf("cluster: %s up in %s (state %s)", c.Server, time.Since(begin).Round(time.Millisecond), state)
 	return c

@@ -54,6 +54,8 @@ var supportedConfigFields = []string{
 	"authorization.webhook.cacheUnauthorizedTTL",
 	"enableDebuggingHandlers",
 	"streamingConnectionIdleTimeout",
+	"rotateCertificates",
+	"serverTLSBootstrap",
 }
 
 // applyConfigFile copies the supported fields the file sets onto o. A field
@@ -128,6 +130,8 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setNonZero(&o.AuthzCacheUnauthorizedTTL, kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration)
 	setPtr(&o.EnableDebuggingHandlers, kc.EnableDebuggingHandlers)
 	setNonZero(&o.StreamingConnectionIdleTimeout, kc.StreamingConnectionIdleTimeout.Duration)
+	setNonZero(&o.RotateCertificates, kc.RotateCertificates)
+	setNonZero(&o.ServerTLSBootstrap, kc.ServerTLSBootstrap)
 }
 
 func setString(dst *string, v string) { setNonZero(dst, v) }

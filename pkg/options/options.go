@@ -31,6 +31,21 @@ type Options struct {
 	KubeconfigPath string
 	// RootDir is --root-dir, where nodelet keeps its state.
 	RootDir string
+	// BootstrapKubeconfigPath is --bootstrap-kubeconfig: the credential a
+	// client certificate is requested with when --kubeconfig has no usable
+	// one (TLS bootstrapping); the kubeconfig is then written.
+	BootstrapKubeconfigPath string
+	// CertDir is --cert-dir: where the bootstrapped and rotated certificates
+	// (kubelet-client-*.pem, kubelet-server-*.pem) live. Resolve fills it
+	// with <root-dir>/pki when unset.
+	CertDir string
+	// RotateCertificates is --rotate-certificates / rotateCertificates:
+	// renew the client certificate through CSRs before it expires.
+	RotateCertificates bool
+	// ServerTLSBootstrap is --rotate-server-certificates /
+	// serverTLSBootstrap: request the node API's serving certificate from
+	// the cluster (kubernetes.io/kubelet-serving) and renew it.
+	ServerTLSBootstrap bool
 
 	// HostnameOverride is --hostname-override as given.
 	HostnameOverride string

@@ -50,6 +50,7 @@ func TestResolveFlagsOnlyGivesDefaults(t *testing.T) {
 	}
 	want := Defaults()
 	want.Hostname = "node-a"
+	want.CertDir = "/var/lib/kubelet/pki"
 	want.ImageServiceEndpoint = want.ContainerRuntimeEndpoint
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("options:\n got %+v\nwant %+v", got, want)
@@ -172,11 +173,14 @@ registerNode: false
 providerID: aws:///eu-west-1a/i-0abc
 containerRuntimeEndpoint: unix:///run/crio/crio.sock
 imageServiceEndpoint: unix:///run/crio/image.sock
+rotateCertificates: true
+serverTLSBootstrap: true
 `
 
 func TestEverySupportedFieldIsApplied(t *testing.T) {
 	stubHostname(t, "host")
-	o, warnings, err := resolveArgs(t, allSupportedYAML)
+	// Certificate rotation needs a cluster, so the sample has a kubeconfig.
+	o, warnings, err := resolveArgs(t, allSupportedYAML, "--kubeconfig=/etc/kubernetes/kubelet.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +189,11 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 	}
 	want := &Options{
 		ConfigFile:                     o.ConfigFile,
+		KubeconfigPath:                 "/etc/kubernetes/kubelet.conf",
 		RootDir:                        "/var/lib/kubelet",
+		CertDir:                        "/var/lib/kubelet/pki",
+		RotateCertificates:             true,
+		ServerTLSBootstrap:             true,
 		Hostname:                       "host",
 		StaticPodPath:                  "/etc/nodelet/manifests",
 		StaticPodURL:                   "https://example.com/pods",
@@ -313,8 +321,8 @@ logging:
 rotateCertificates: true
 runtimeRequestTimeout: 0s
 `, []string{
+			// rotateCertificates, which kubeadm always writes, is honoured.
 			`config field "cgroupDriver" is not supported by nodelet and is ignored`,
-			`config field "rotateCertificates" is not supported by nodelet and cannot be ignored: ` + refusedFields["rotateCertificates"],
 		}},
 	}
 	for _, tc := range tests {
@@ -336,14 +344,13 @@ runtimeRequestTimeout: 0s
 
 func TestUnsupportedFlagWarnings(t *testing.T) {
 	stubHostname(t, "host")
-	_, warnings, err := resolveArgs(t, "", "--fail-swap-on=false", "--cgroup-driver", "systemd", "--rotate-certificates=false", "--max-pods=5")
+	_, warnings, err := resolveArgs(t, "", "--fail-swap-on=false", "--cgroup-driver", "systemd", "--max-pods=5")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"flag --cgroup-driver is not supported by nodelet and is ignored",
 		"flag --fail-swap-on is not supported by nodelet and is ignored",
-		"flag --rotate-certificates is not supported by nodelet and is ignored",
 	}
 	if !slices.Equal(warnings, want) {
 		t.Errorf("warnings:\n got %q\nwant %q", warnings, want)

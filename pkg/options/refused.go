@@ -44,10 +44,6 @@ func isInt(def int) func(string) bool {
 var refusedFlags = map[string]refusal{
 	"protect-kernel-defaults": {isValue("false"),
 		"nodelet does not check the kernel's tunables against the expected defaults"},
-	"rotate-certificates": {isValue("false"),
-		"nodelet does not rotate its client certificate; it would expire and the node would fall out of the cluster"},
-	"rotate-server-certificates": {isValue("false"),
-		"nodelet does not request its serving certificate from the cluster; it would serve a self-signed one instead"},
 	"runonce": {isValue("false"),
 		"nodelet has no run-once mode"},
 	"config-dir": {isValue(""),
@@ -83,8 +79,6 @@ func isRefusedFlag(f *pflag.Flag) bool {
 // them to anything but upstream's default.
 var refusedFields = map[string]string{
 	"protectKernelDefaults":                  refusedFlags["protect-kernel-defaults"].reason,
-	"rotateCertificates":                     refusedFlags["rotate-certificates"].reason,
-	"serverTLSBootstrap":                     refusedFlags["rotate-server-certificates"].reason,
 	"podPidsLimit":                           refusedFlags["pod-max-pids"].reason,
 	"imagePullCredentialsVerificationPolicy": "nodelet does not verify that a pod may use an image another pod pulled with credentials",
 	"preloadedImagesVerificationAllowlist":   "nodelet does not verify that a pod may use an image another pod pulled with credentials",

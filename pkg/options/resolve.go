@@ -5,6 +5,7 @@ import (
 	goflag "flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,9 @@ func Resolve(fs *pflag.FlagSet, kc *kubeletconfigv1beta1.KubeletConfiguration) (
 		o.Verbosity = v
 	}
 
+	if o.CertDir == "" {
+		o.CertDir = filepath.Join(o.RootDir, "pki")
+	}
 	if o.ImageServiceEndpoint == "" {
 		o.ImageServiceEndpoint = o.ContainerRuntimeEndpoint
 	}

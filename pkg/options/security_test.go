@@ -84,23 +84,19 @@ func TestRegisterWithTaints(t *testing.T) {
 
 // nonDefault gives each refused flag a value other than upstream's default.
 var nonDefault = map[string]string{
-	"protect-kernel-defaults":    "true",
-	"rotate-certificates":        "true",
-	"rotate-server-certificates": "true",
-	"runonce":                    "true",
-	"config-dir":                 "/etc/kubernetes/kubelet.conf.d",
-	"pod-max-pids":               "100",
+	"protect-kernel-defaults": "true",
+	"runonce":                 "true",
+	"config-dir":              "/etc/kubernetes/kubelet.conf.d",
+	"pod-max-pids":            "100",
 }
 
 // upstreamDefault gives each refused flag its upstream default, spelled as
 // unit files do.
 var upstreamDefault = map[string]string{
-	"protect-kernel-defaults":    "false",
-	"rotate-certificates":        "false",
-	"rotate-server-certificates": "false",
-	"runonce":                    "false",
-	"config-dir":                 "",
-	"pod-max-pids":               "-1",
+	"protect-kernel-defaults": "false",
+	"runonce":                 "false",
+	"config-dir":              "",
+	"pod-max-pids":            "-1",
 }
 
 func TestRefusedFlags(t *testing.T) {
@@ -138,8 +134,6 @@ func TestRefusedFlags(t *testing.T) {
 func TestRefusedFields(t *testing.T) {
 	tests := map[string]string{
 		"protectKernelDefaults":                  "protectKernelDefaults: true",
-		"rotateCertificates":                     "rotateCertificates: true",
-		"serverTLSBootstrap":                     "serverTLSBootstrap: true",
 		"podPidsLimit":                           "podPidsLimit: 1024",
 		"imagePullCredentialsVerificationPolicy": "imagePullCredentialsVerificationPolicy: AlwaysVerify",
 		"preloadedImagesVerificationAllowlist":   "preloadedImagesVerificationAllowlist: [registry.k8s.io/pause]",

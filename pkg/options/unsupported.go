@@ -28,14 +28,10 @@ var (
 		"local-storage-capacity-isolation",
 		"make-iptables-util-chains",
 		"protect-kernel-defaults",
-		"rotate-certificates",
-		"rotate-server-certificates",
 		"runonce",
 		"serialize-image-pulls",
 	}
 	unsupportedValueFlags = []string{
-		"bootstrap-kubeconfig",
-		"cert-dir",
 		"cgroup-driver",
 		"cgroup-root",
 		"cloud-config",

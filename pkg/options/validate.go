@@ -55,6 +55,20 @@ func (o *Options) Validate() error {
 	ip("address", o.Address)
 	ip("healthz-bind-address", o.HealthzBindAddress)
 
+	// TLS bootstrapping writes --kubeconfig and talks to a cluster; without
+	// one these settings would silently do nothing.
+	if o.KubeconfigPath == "" {
+		if o.BootstrapKubeconfigPath != "" {
+			add("--bootstrap-kubeconfig needs --kubeconfig: the path the bootstrapped kubeconfig is written to")
+		}
+		if o.RotateCertificates {
+			add("--rotate-certificates (rotateCertificates) needs --kubeconfig: there is no client certificate to rotate when standalone")
+		}
+		if o.ServerTLSBootstrap {
+			add("--rotate-server-certificates (serverTLSBootstrap) needs --kubeconfig: the serving certificate is requested from the cluster")
+		}
+	}
+
 	positive := func(flag string, d time.Duration) {
 		if d <= 0 {
 			add("--%s (%s) must be greater than 0", flag, d)

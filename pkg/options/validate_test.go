@@ -56,6 +56,16 @@ func TestValidate(t *testing.T) {
 		{"manifest url scheme", func(o *Options) { o.StaticPodURL = "ftp://x/pods" }, []string{`--manifest-url ("ftp://x/pods") must be an http:// or https:// URL`}},
 		{"manifest url unparseable", func(o *Options) { o.StaticPodURL = "http://[::1" }, []string{`--manifest-url ("http://[::1") is not a valid URL`}},
 		{"manifest url ok", func(o *Options) { o.StaticPodURL = "https://example.com/pods.yaml" }, nil},
+		{"certificates standalone", func(o *Options) {
+			o.BootstrapKubeconfigPath, o.RotateCertificates, o.ServerTLSBootstrap = "/etc/kubernetes/bootstrap-kubelet.conf", true, true
+		}, []string{
+			"--bootstrap-kubeconfig needs --kubeconfig",
+			"--rotate-certificates (rotateCertificates) needs --kubeconfig",
+			"--rotate-server-certificates (serverTLSBootstrap) needs --kubeconfig",
+		}},
+		{"certificates in a cluster", func(o *Options) {
+			o.KubeconfigPath, o.BootstrapKubeconfigPath, o.RotateCertificates, o.ServerTLSBootstrap = "/etc/kubernetes/kubelet.conf", "/etc/kubernetes/bootstrap-kubelet.conf", true, true
+		}, nil},
 		{"runtime endpoint plain path", func(o *Options) { o.ContainerRuntimeEndpoint = "/run/containerd/containerd.sock" },
 			[]string{`--container-runtime-endpoint ("/run/containerd/containerd.sock") must be a unix:// socket URL`}},
 		{"image endpoint tcp", func(o *Options) { o.ImageServiceEndpoint = "tcp://1.2.3.4:1" },
