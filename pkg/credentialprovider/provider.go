@@ -158,14 +158,30 @@ func (p *provider) provide(ctx context.Context, repo string) (map[string]Login, 
 		return auth, nil
 	}
 	// The run is shared, so one caller's ending context must not cut it
-	// short for the others: it is bounded by the runner's own timeout.
-	v, err, _ := p.group.Do(repo, func() (any, error) {
-		return p.run.Run(context.WithoutCancel(ctx), repo)
+	// short for the others: it is bounded by the runner's own timeout, and
+	// it files its answer in the cache itself, so a caller whose context
+	// ends stops waiting without losing the answer for the next.
+	ch := p.group.DoChan(repo, func() (any, error) {
+		return p.runAndCache(context.WithoutCancel(ctx), repo)
 	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(map[string]Login), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for plugin %s: %w", p.name, context.Cause(ctx))
+	}
+}
+
+// runAndCache runs the plugin for repo and caches its answer by the
+// response's cacheKeyType for its cacheDuration, else the default.
+func (p *provider) runAndCache(ctx context.Context, repo string) (map[string]Login, error) {
+	resp, err := p.run.Run(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
-	resp := v.(*Response)
 	key, ok := cacheKey(resp.CacheKeyType, repo)
 	if !ok {
 		return nil, fmt.Errorf("plugin %s answered cacheKeyType %q, want Image, Registry or Global: response not used", p.name, resp.CacheKeyType)

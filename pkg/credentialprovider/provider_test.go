@@ -186,3 +186,35 @@ func TestExec(t *testing.T) {
 	}
 }
 
+// blockingRunner answers once release is closed.
+type blockingRunner struct {
+	release chan struct{}
+	done    chan struct{}
+}
+
+func (b *blockingRunner) Run(context.Context, string) (*Response, error) {
+	defer close(b.done)
+	<-b.release
+	return &Response{CacheKeyType: "Image", Auth: map[string]Login{"reg.io": {Username: "u"}}}, nil
+}
+
+// A caller whose context ends stops waiting; the run goes on and its
+// answer is cached for the next caller.
+func TestProviderCallerGivesUp(t *testing.T) {
+	now := time.Unix(0, 0)
+	run := &blockingRunner{release: make(chan struct{}), done: make(chan struct{})}
+	p := testProvider("p", []string{"reg.io"}, time.Hour, run, &now)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.provide(ctx, "reg.io/a"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller: %v", err)
+	}
+	close(run.release)
+	// Joins the run if it is still going, else finds its answer cached;
+	// either way the plugin runs once (a second run would close done
+	// twice and panic).
+	got, err := p.provide(context.Background(), "reg.io/a")
+	if err != nil || got["reg.io"].Username != "u" {
+		t.Fatalf("after the run: %v %v", got, err)
+	}
+}
