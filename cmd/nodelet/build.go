@@ -16,6 +16,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/agent"
 	"github.com/nodelet/nodelet/pkg/certs"
 	"github.com/nodelet/nodelet/pkg/config"
+	"github.com/nodelet/nodelet/pkg/credentialprovider"
 	"github.com/nodelet/nodelet/pkg/gc"
 	"github.com/nodelet/nodelet/pkg/images"
 	"github.com/nodelet/nodelet/pkg/kube"
@@ -114,6 +115,14 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		ResolvConf: opts.ResolvConf,
 		Metrics:    metrics.RuntimeOperations{},
 		Probes:     func(uid types.UID) plan.Probes { return probes.View(uid) },
+	}
+	if opts.ImageCredentialProviderConfig != "" {
+		creds, err := credentialprovider.Load(opts.ImageCredentialProviderConfig, opts.ImageCredentialProviderBinDir)
+		if err != nil {
+			return nil, err
+		}
+		klog.InfoS("Image credential provider plugins", "providers", creds.Names())
+		syncOpts.NodeCredentials = creds
 	}
 	var volumeProvider *volumes.Provider
 	if cl != nil {

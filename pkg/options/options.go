@@ -35,6 +35,10 @@ type Options struct {
 	// client certificate is requested with when --kubeconfig has no usable
 	// one (TLS bootstrapping); the kubeconfig is then written.
 	BootstrapKubeconfigPath string
+	// ImageCredentialProviderConfig and ImageCredentialProviderBinDir are
+	// --image-credential-provider-config and -bin-dir: the exec plugins
+	// that give registry credentials (package credentialprovider).
+	ImageCredentialProviderConfig, ImageCredentialProviderBinDir string
 	// CertDir is --cert-dir: where the bootstrapped and rotated certificates
 	// (kubelet-client-*.pem, kubelet-server-*.pem) live. Resolve fills it
 	// with <root-dir>/pki when unset.

@@ -56,8 +56,6 @@ var (
 		"feature-gates",
 		"hairpin-mode",
 		"housekeeping-interval",
-		"image-credential-provider-bin-dir",
-		"image-credential-provider-config",
 		"kube-api-burst",
 		"kube-api-content-type",
 		"kube-api-qps",

@@ -49,6 +49,22 @@ func checkPullSecrets(p *v1.Pod) error {
 	return nil
 }
 
+// NodeCredentials gives the node's credentials for an image
+// (credentialprovider.Keyring), most specific first; none: nil.
+type NodeCredentials interface {
+	Lookup(ctx context.Context, image string) []pullsecrets.Credential
+}
+
+// credentials are those to try for image, in upstream's order: the pod's
+// pull secrets first, then the node's (the credential provider plugins).
+func (s *Syncer) credentials(ctx context.Context, kr *podKeyring, image string) []pullsecrets.Credential {
+	creds := kr.ring.Lookup(image)
+	if s.opts.NodeCredentials != nil {
+		creds = append(creds, s.opts.NodeCredentials.Lookup(ctx, image)...)
+	}
+	return creds
+}
+
 // podKeyring is what a pod's pull secrets give one sync.
 type podKeyring struct {
 	ring pullsecrets.Keyring

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodelet/nodelet/internal/poll"
 	"github.com/nodelet/nodelet/pkg/pod"
+	"github.com/nodelet/nodelet/pkg/pullsecrets"
 )
 
 // fakeSecrets serves secrets by name (ObjectSource).
@@ -88,6 +89,7 @@ func TestSyncPodPullSecrets(t *testing.T) {
 	tests := []struct {
 		name       string
 		pod        *v1.Pod
+		node       fakeNodeCredentials
 		wantAuths  []string
 		wantReason string
 		wantMsg    string
@@ -120,6 +122,16 @@ func TestSyncPodPullSecrets(t *testing.T) {
 		wantReason: ReasonErrImagePull,
 		wantMsg:    `image pull secret "default/garbage" (type kubernetes.io/dockercfg): registry "reg": auth is not base64`,
 	}, {
+		name:      "node credentials (credential provider plugins) tried after the pod's",
+		pod:       pullPod(image, "wrong"),
+		node:      fakeNodeCredentials{"right-user": "right-pass"},
+		wantAuths: []string{"wrong-user", "right-user"},
+	}, {
+		name:      "node credentials for a static pod, which has no pull secrets",
+		pod:       static(pullPod(image)),
+		node:      fakeNodeCredentials{"right-user": "right-pass"},
+		wantAuths: []string{"right-user"},
+	}, {
 		name:       "static pod with pull secrets refused",
 		pod:        static(pullPod(image, "right")),
 		wantReason: ReasonCreateContainerConfigError,
@@ -130,6 +142,9 @@ func TestSyncPodPullSecrets(t *testing.T) {
 			h := newHarness(t)
 			h.s.opts.Objects = secrets
 			h.rt.acceptAuth = accept
+			if tt.node != nil {
+				h.s.opts.NodeCredentials = tt.node
+			}
 			res := h.sync(tt.pod)
 			if got := authUsers(h.rt.pullAuths); !slices.Equal(got, tt.wantAuths) {
 				t.Errorf("pulls with %v, want %v", got, tt.wantAuths)
@@ -150,6 +165,18 @@ func TestSyncPodPullSecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeNodeCredentials gives its one login for every image
+// (NodeCredentials).
+type fakeNodeCredentials map[string]string
+
+func (f fakeNodeCredentials) Lookup(context.Context, string) []pullsecrets.Credential {
+	var out []pullsecrets.Credential
+	for u, p := range f {
+		out = append(out, pullsecrets.Credential{Username: u, Password: p, Source: "image credential provider fake"})
+	}
+	return out
 }
 
 func static(p *v1.Pod) *v1.Pod {

@@ -52,7 +52,8 @@ func (s *Syncer) resolveImages(ctx context.Context, pod *v1.Pod, starts []plan.S
 // ensureImage applies the container's pull policy: one ImageStatus call
 // when the image is present (IfNotPresent, Never), a pull otherwise, unless
 // earlier pulls of it for this pod failed recently. A pull uses the pod's
-// pull secrets that match the image's registry.
+// pull secrets that match the image's registry, then the node's
+// credentials for it.
 func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sb *runtimeapi.PodSandboxConfig, keyring func() *podKeyring) imageResult {
 	image := c.Image
 	policy := pullPolicy(c)
@@ -105,7 +106,7 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	s.event(pod, v1.EventTypeNormal, ReasonPulling, "Pulling image %q", image)
 	start := s.clock.Now()
-	ref, err := s.pull(ctx, pod, image, kr.ring.Lookup(image), sb)
+	ref, err := s.pull(ctx, pod, image, s.credentials(ctx, kr, image), sb)
 	s.observe(OpPullImage, start, err)
 	if err != nil && ctx.Err() != nil {
 		return abandoned(ctx, ErrImagePull, image)

@@ -107,6 +107,10 @@ type Options struct {
 	// Objects reads config maps and secrets for env vars and pull secrets
 	// (cluster mode); without it such references fail the container.
 	Objects ObjectSource
+	// NodeCredentials gives the node's own registry credentials for an
+	// image (the image credential provider plugins); they are tried after
+	// those of the pod's pull secrets. nil: none.
+	NodeCredentials NodeCredentials
 	// Volumes makes the volumes with content from the API server
 	// (projected service-account tokens, ...). nil (standalone): such
 	// volumes fail the pod as unsupported.
