@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,9 +24,10 @@ const (
 type Pods interface {
 	// Active lists the pods that run or are to run.
 	Active() []*v1.Pod
-	// Kill stops a pod with the given grace period, marks its status
-	// with mark, and returns once it has stopped or ctx ended.
-	Kill(ctx context.Context, p *v1.Pod, gracePeriod int64, mark func(*v1.PodStatus)) error
+	// Kill asks for a pod to be stopped with the given grace period and
+	// its status marked with mark. It does not wait: the returned channel
+	// is closed once the pod has stopped.
+	Kill(p *v1.Pod, gracePeriod int64, mark func(*v1.PodStatus)) <-chan struct{}
 }
 
 // Node is the node the Manager reports the shutdown on.
@@ -185,21 +185,25 @@ func (m *Manager) stopPods(ctx context.Context) {
 		if len(g.Pods) == 0 {
 			continue
 		}
-		var wg sync.WaitGroup
+		// Every kill is asked for before the wait begins, so a group with
+		// no time left (a zero critical period) still has its pods killed.
+		stopped := make([]<-chan struct{}, 0, len(g.Pods))
 		for _, p := range g.Pods {
 			grace := PodGrace(p, g.Grace)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				klog.V(1).InfoS("Stopping pod for node shutdown", "pod", klog.KObj(p), "gracePeriod", grace)
-				err := m.pods.Kill(ctx, p, grace, func(st *v1.PodStatus) { MarkTerminated(st, m.now()) })
-				if err != nil {
-					klog.ErrorS(err, "Stop pod for node shutdown", "pod", klog.KObj(p))
-				}
-			}()
+			klog.V(1).InfoS("Stopping pod for node shutdown", "pod", klog.KObj(p), "gracePeriod", grace)
+			stopped = append(stopped, m.pods.Kill(p, grace, func(st *v1.PodStatus) { MarkTerminated(st, m.now()) }))
 		}
 		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
+		go func() {
+			defer close(done)
+			for _, c := range stopped {
+				select {
+				case <-c:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
 		timer := time.NewTimer(g.Grace)
 		select {
 		case <-done:
