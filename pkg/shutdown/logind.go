@@ -140,3 +140,14 @@ func (l *DBusLogind) PrepareForShutdown(ctx context.Context) (<-chan bool, error
 	}()
 	return out, nil
 }
+
+// Probe reports whether systemd-logind runs on this host: nil if it does,
+// an error wrapping ErrNoLogind if it does not, another error if the bus
+// could not tell.
+func Probe() error {
+	l, err := DialLogind()
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
