@@ -73,6 +73,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	}
 	klog.InfoS("Starting nodelet", "version", version.String(), "node", nodeName, "hostIP", hostIP,
 		"runtime", opts.ContainerRuntimeEndpoint, "rootDir", opts.RootDir)
+	reportShutdown(opts)
 	d := &daemon{events: record.NewBroadcaster()}
 	add := func(c ...component) { d.components = append(d.components, c...) }
 	if opts.KubeconfigPath != "" {

@@ -299,6 +299,11 @@ func TestUnsupportedFieldWarnings(t *testing.T) {
 			`config field "featureGates" is not supported by nodelet and is ignored`,
 			`config field "memorySwap" is not supported by nodelet and is ignored`,
 		}},
+		{"graceful shutdown says what is missing", "shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\nshutdownGracePeriodByPodPriority: [{priority: 0, shutdownGracePeriodSeconds: 10}]", []string{
+			`config field "shutdownGracePeriod" is not supported by nodelet and is ignored: nodelet does not stop pods gracefully when the node shuts down`,
+			`config field "shutdownGracePeriodCriticalPods" is not supported by nodelet and is ignored: nodelet does not stop pods gracefully when the node shuts down`,
+			`config field "shutdownGracePeriodByPodPriority" is not supported by nodelet and is ignored: nodelet does not stop pods gracefully when the node shuts down`,
+		}},
 		{"partly supported structs named per field", "logging: {verbosity: 3, format: json}\nauthentication: {webhook: {enabled: true, cacheTTL: 1m}}", []string{
 			`config field "logging.format" is not supported by nodelet and is ignored`,
 		}},

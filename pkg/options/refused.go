@@ -84,6 +84,16 @@ var refusedFields = map[string]string{
 	"preloadedImagesVerificationAllowlist":   "nodelet does not verify that a pod may use an image another pod pulled with credentials",
 }
 
+// ignoredFieldReasons say, for ignored fields an operator may well expect
+// to work, what is missing, so the warning is not mistaken for a typo.
+var ignoredFieldReasons = map[string]string{
+	"shutdownGracePeriod":              noGracefulShutdown,
+	"shutdownGracePeriodCriticalPods":  noGracefulShutdown,
+	"shutdownGracePeriodByPodPriority": noGracefulShutdown,
+}
+
+const noGracefulShutdown = "nodelet does not stop pods gracefully when the node shuts down"
+
 // splitFieldFindings sorts the unsupported fields a file sets into refusals
 // (errors) and warnings.
 func splitFieldFindings(paths []string) (warnings []string, errs []error) {
@@ -92,7 +102,11 @@ func splitFieldFindings(paths []string) (warnings []string, errs []error) {
 			errs = append(errs, fmt.Errorf("config field %q is not supported by nodelet and cannot be ignored: %s", p, reason))
 			continue
 		}
-		warnings = append(warnings, fmt.Sprintf("config field %q is not supported by nodelet and is ignored", p))
+		w := fmt.Sprintf("config field %q is not supported by nodelet and is ignored", p)
+		if reason := ignoredFieldReasons[p]; reason != "" {
+			w += ": " + reason
+		}
+		warnings = append(warnings, w)
 	}
 	return warnings, errs
 }

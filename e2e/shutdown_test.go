@@ -1,0 +1,65 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nodelet/nodelet/e2e/framework"
+	"github.com/nodelet/nodelet/pkg/shutdown"
+)
+
+// TestShutdownGracePeriodReported: nodelet does not stop pods on node
+// shutdown, so a config that sets shutdownGracePeriod starts nodelet with a
+// warning that says so and names what this host offers (systemd-logind or
+// not), and nodelet runs on as usual.
+func TestShutdownGracePeriodReported(t *testing.T) {
+	rt := framework.StartRuntime(t)
+	n := framework.NewNodelet(t, rt)
+	cfg := ""
+	for i, a := range n.Args {
+		if a == "--config" && i+1 < len(n.Args) {
+			cfg = n.Args[i+1]
+		}
+	}
+	if cfg == "" {
+		t.Fatalf("no --config among the framework's arguments %q", n.Args)
+	}
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start() // waits for healthz: start-up logging is done
+
+	want := []string{
+		`config field "shutdownGracePeriod" is not supported by nodelet and is ignored: nodelet does not stop pods gracefully when the node shuts down`,
+		`config field "shutdownGracePeriodCriticalPods" is not supported by nodelet and is ignored`,
+	}
+	switch err := shutdown.Probe(); {
+	case errors.Is(err, shutdown.ErrNoLogind):
+		want = append(want, "shutdownGracePeriod (30s) is set, but systemd-logind does not run on this host")
+	case err != nil:
+		want = append(want, "shutdownGracePeriod (30s) is set, but nodelet could not tell whether systemd-logind runs")
+	default:
+		want = append(want, "shutdownGracePeriod (30s) is set and systemd-logind runs, but nodelet does not take a shutdown delay lock")
+	}
+	log := n.Log()
+	for _, w := range want {
+		if !strings.Contains(log, w) {
+			t.Errorf("nodelet log lacks %q", w)
+		}
+	}
+	if code, body, err := n.Readyz(); err != nil || code != 200 {
+		t.Errorf("readyz = %d %q, %v", code, body, err)
+	}
+}
