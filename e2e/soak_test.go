@@ -91,7 +91,10 @@ type procFigures struct {
 	rssKiB          int
 }
 
-var goroutinesRE = regexp.MustCompile(`(?m)^go_goroutines (\d+)`)
+var (
+	goroutinesRE = regexp.MustCompile(`(?m)^go_goroutines (\d+)`)
+	vmRSSRE      = regexp.MustCompile(`(?m)^VmRSS:\s+(\d+) kB`)
+)
 
 func readProcFigures(t *testing.T, n *framework.Nodelet) procFigures {
 	t.Helper()
@@ -109,7 +112,7 @@ func readProcFigures(t *testing.T, n *framework.Nodelet) procFigures {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := regexp.MustCompile(`(?m)^VmRSS:\s+(\d+) kB`).FindSubmatch(status); m != nil {
+	if m := vmRSSRE.FindSubmatch(status); m != nil {
 		f.rssKiB, _ = strconv.Atoi(string(m[1]))
 	}
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletconfigv1 "k8s.io/kubelet/config/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodelet/nodelet/pkg/pullsecrets"
 )
 
 // configGroup is the API group of CredentialProviderConfig. Its v1alpha1,
@@ -161,7 +163,7 @@ func validPattern(pattern string) error {
 	if u.Host == "" {
 		return errors.New("no registry host")
 	}
-	labels, _ := splitHost(u.Host)
+	labels, _ := pullsecrets.SplitHost(u.Host)
 	for _, l := range labels {
 		if _, err := filepath.Match(l, ""); err != nil {
 			return fmt.Errorf("host label %q: %w", l, err)

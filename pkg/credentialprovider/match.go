@@ -1,46 +1,6 @@
 package credentialprovider
 
-import (
-	"net"
-	"net/url"
-	"path/filepath"
-	"strings"
-)
-
-// matchImage reports whether a matchImages pattern covers repo, an image's
-// repository with its registry host (docker.io/library/busybox,
-// reg:5000/team/app): as many host labels, each a glob match, equal ports
-// (a pattern without a port matches only an image without one) and the
-// pattern's path a prefix of the image's.
-func matchImage(pattern, repo string) bool {
-	p, err := url.Parse("https://" + pattern)
-	if err != nil {
-		return false
-	}
-	r, err := url.Parse("https://" + repo)
-	if err != nil {
-		return false
-	}
-	pLabels, pPort := splitHost(p.Host)
-	rLabels, rPort := splitHost(r.Host)
-	if pPort != rPort || len(pLabels) != len(rLabels) || !strings.HasPrefix(r.Path, p.Path) {
-		return false
-	}
-	for i, glob := range pLabels {
-		if ok, err := filepath.Match(glob, rLabels[i]); err != nil || !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func splitHost(hostport string) (labels []string, port string) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host, port = hostport, ""
-	}
-	return strings.Split(host, "."), port
-}
+import "strings"
 
 // Cache key kinds a plugin's response names (cacheKeyType).
 const (

@@ -1,8 +1,14 @@
 package credentialprovider
 
-import "testing"
+import (
+	"testing"
 
-func TestMatchImage(t *testing.T) {
+	"github.com/nodelet/nodelet/pkg/pullsecrets"
+)
+
+// TestMatchImages: matchImages patterns follow the pull-secret key rule
+// (pullsecrets.MatchesRepository), as upstream's do.
+func TestMatchImages(t *testing.T) {
 	for _, tt := range []struct {
 		pattern, repo string
 		want          bool
@@ -26,8 +32,8 @@ func TestMatchImage(t *testing.T) {
 		{"docker.io", "docker.io/library/busybox", true},
 		{"[", "x/y", false},
 	} {
-		if got := matchImage(tt.pattern, tt.repo); got != tt.want {
-			t.Errorf("matchImage(%q, %q) = %v, want %v", tt.pattern, tt.repo, got, tt.want)
+		if got := pullsecrets.MatchesRepository(tt.pattern, tt.repo); got != tt.want {
+			t.Errorf("pullsecrets.MatchesRepository(%q, %q) = %v, want %v", tt.pattern, tt.repo, got, tt.want)
 		}
 	}
 }

@@ -151,7 +151,7 @@ func newProvider(p kubeletconfigv1.CredentialProvider, run Runner) *provider {
 // pattern covers it, from the cache while an answer there is fresh, else
 // from one run of the plugin shared by concurrent callers.
 func (p *provider) provide(ctx context.Context, repo string) (map[string]Login, error) {
-	if !slices.ContainsFunc(p.matchImages, func(m string) bool { return matchImage(m, repo) }) {
+	if !slices.ContainsFunc(p.matchImages, func(m string) bool { return pullsecrets.MatchesRepository(m, repo) }) {
 		return nil, nil
 	}
 	if auth, ok := p.cached(repo); ok {

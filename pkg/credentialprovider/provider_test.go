@@ -82,7 +82,7 @@ func TestProviderCache(t *testing.T) {
 				got, err := p.provide(context.Background(), repo)
 				valid := tt.keyType == "Image" || tt.keyType == "Registry" || tt.keyType == "Global"
 				switch {
-				case !matchImage("reg.io", repo) && !matchImage("reg.io:5000", repo):
+				case !pullsecrets.MatchesRepository("reg.io", repo) && !pullsecrets.MatchesRepository("reg.io:5000", repo):
 					if got != nil || err != nil {
 						t.Fatalf("%s: got %v %v for an image the plugin does not match", repo, got, err)
 					}

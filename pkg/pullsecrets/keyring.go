@@ -61,7 +61,7 @@ func (k *Keyring) Lookup(image string) []Credential {
 	slices.Reverse(keys)
 	var out []Credential
 	for _, key := range keys {
-		if matches(key, repo) {
+		if MatchesRepository(key, repo) {
 			out = append(out, k.creds[key]...)
 		}
 	}
@@ -92,10 +92,13 @@ func normalizeKey(key string) (string, bool) {
 	return u.Host + p, true
 }
 
-// matches reports whether the normalised key covers repository repo
-// (host[:port]/path): equal ports, as many host labels, each label a glob
-// match, and the key's path a prefix of the repository's.
-func matches(key, repo string) bool {
+// MatchesRepository reports whether a registry key or pattern (normalised:
+// host[:port][/path], host labels may be globs) covers repository repo
+// (host[:port]/path): equal ports (a pattern without a port matches only a
+// repository without one), as many host labels, each label a glob match,
+// and the pattern's path a prefix of the repository's. Docker config keys
+// and credential provider plugins' matchImages follow the same rule.
+func MatchesRepository(key, repo string) bool {
 	k, err := url.Parse("https://" + key)
 	if err != nil {
 		return false
@@ -104,8 +107,8 @@ func matches(key, repo string) bool {
 	if err != nil {
 		return false
 	}
-	kLabels, kPort := splitHost(k.Host)
-	rLabels, rPort := splitHost(r.Host)
+	kLabels, kPort := SplitHost(k.Host)
+	rLabels, rPort := SplitHost(r.Host)
 	if kPort != rPort || len(kLabels) != len(rLabels) || !strings.HasPrefix(r.Path, k.Path) {
 		return false
 	}
@@ -117,7 +120,9 @@ func matches(key, repo string) bool {
 	return true
 }
 
-func splitHost(hostport string) (labels []string, port string) {
+// SplitHost splits host[:port] into the host's dot-separated labels and the
+// port ("" without one).
+func SplitHost(hostport string) (labels []string, port string) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host, port = hostport, ""
