@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
+	"time"
 )
 
 // cpuProfileEnv names a file that receives a CPU profile of the whole run
@@ -15,6 +17,10 @@ const cpuProfileEnv = "NODELET_CPU_PROFILE"
 // heapProfileEnv names a file that receives a heap profile (live objects,
 // after a GC) when nodelet exits. Same purpose: what the RSS is made of.
 const heapProfileEnv = "NODELET_HEAP_PROFILE"
+
+// cpuProfileDelayEnv delays the CPU profile's start by a Go duration, so
+// that a profile of an idle node is not dominated by its start-up.
+const cpuProfileDelayEnv = "NODELET_CPU_PROFILE_DELAY"
 
 // startProfiles starts CPU profiling when NODELET_CPU_PROFILE is set and
 // returns the function that writes the profiles out at exit (also the heap
@@ -55,16 +61,53 @@ func startCPUProfile() (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
+	var delay time.Duration
+	if v := os.Getenv(cpuProfileDelayEnv); v != "" {
+		if delay, err = time.ParseDuration(v); err != nil {
+			return nil, fmt.Errorf("%s: %w", cpuProfileDelayEnv, err)
+		}
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
+	start := func() error {
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("%s: %w", cpuProfileEnv, err)
+		}
+		return nil
 	}
+	if delay == 0 {
+		if err := start(); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		}, nil
+	}
+	// The timer's goroutine and stop race for mu: whichever comes first
+	// decides whether a profile was started and has to be written out.
+	var (
+		mu      sync.Mutex
+		stopped bool
+	)
+	timer := time.AfterFunc(delay, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			if err := start(); err != nil {
+				fmt.Fprintf(os.Stderr, "nodelet: %v\n", err)
+			}
+		}
+	})
 	return func() {
-		pprof.StopCPUProfile()
+		timer.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		pprof.StopCPUProfile() // a no-op when the profile never started
 		_ = f.Close()
 	}, nil
 }

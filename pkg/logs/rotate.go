@@ -49,6 +49,12 @@ type RotatorConfig struct {
 // Rotator keeps running containers' logs within MaxSize × MaxFiles.
 type Rotator struct {
 	cfg RotatorConfig
+
+	// logPaths caches each running container's log path: it never changes
+	// for a container, and asking the runtime for every container's status
+	// every interval was most of an idle node's rotation cost. Only Run's
+	// goroutine (RotateAll) touches it.
+	logPaths map[string]string
 }
 
 // rotatedSuffix stamps a rotated file. Microseconds keep names unique and
@@ -87,34 +93,48 @@ func (r *Rotator) Run(ctx context.Context) error {
 }
 
 // RotateAll checks the log of every running container once. A failure on
-// one container does not stop the others; the errors are joined.
+// one container does not stop the others; the errors are joined. Not safe
+// for concurrent use.
 func (r *Rotator) RotateAll(ctx context.Context) error {
 	running := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
 	ctrs, err := r.cfg.Runtime.ListContainers(ctx, running)
 	if err != nil {
 		return fmt.Errorf("list running containers: %w", err)
 	}
+	seen := make(map[string]string, len(ctrs))
 	var errs []error
 	for _, c := range ctrs {
-		st, err := r.cfg.Runtime.ContainerStatus(ctx, c.Id, false)
-		if err != nil {
-			// Gone since the list: nothing to rotate.
-			klog.V(4).InfoS("Skipping log rotation", "containerID", c.Id, "err", err)
+		path, known := r.logPaths[c.Id]
+		if !known {
+			st, err := r.cfg.Runtime.ContainerStatus(ctx, c.Id, false)
+			if err != nil {
+				// Gone since the list: nothing to rotate.
+				klog.V(4).InfoS("Skipping log rotation", "containerID", c.Id, "err", err)
+				continue
+			}
+			if st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				continue
+			}
+			path = st.LogPath
+		}
+		seen[c.Id] = path
+		if path == "" {
 			continue
 		}
-		if st.LogPath == "" || st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
-			continue
-		}
-		if err := r.rotate(ctx, c.Id, st.LogPath); err != nil {
+		// Rotated files beyond MaxFiles (left by a larger setting or an
+		// earlier nodelet) are looked for once per container; after that
+		// only a rotation adds files.
+		if err := r.rotate(ctx, c.Id, path, !known); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	r.logPaths = seen
 	return errors.Join(errs...)
 }
 
 // rotate moves the log at path aside if it is too big and has the runtime
 // reopen it, keeping at most MaxFiles files in all.
-func (r *Rotator) rotate(ctx context.Context, id, path string) error {
+func (r *Rotator) rotate(ctx context.Context, id, path string, prune bool) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -126,6 +146,9 @@ func (r *Rotator) rotate(ctx context.Context, id, path string) error {
 	}
 	keep := r.cfg.MaxFiles - 1 // rotated files next to the current one
 	big := st.Size() >= r.cfg.MaxSize
+	if !big && !prune {
+		return nil
+	}
 	if big {
 		keep-- // room for the one about to be made
 	}

@@ -19,6 +19,7 @@ type fakeRuntime struct {
 	logs      map[string]string // container ID -> log path
 	reopenErr error
 	reopened  []string
+	statuses  map[string]int // ContainerStatus calls by container ID
 }
 
 func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
@@ -34,6 +35,10 @@ func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.Conta
 }
 
 func (f *fakeRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatus, error) {
+	if f.statuses == nil {
+		f.statuses = map[string]int{}
+	}
+	f.statuses[id]++
 	return &runtimeapi.ContainerStatus{Id: id, LogPath: f.logs[id], State: runtimeapi.ContainerState_CONTAINER_RUNNING}, nil
 }
 
@@ -143,5 +148,32 @@ func TestNewRotatorChecks(t *testing.T) {
 		if _, err := NewRotator(cfg); err == nil {
 			t.Errorf("%+v accepted", cfg)
 		}
+	}
+}
+
+// An idle node's rotation pass costs one list and a stat per container: the
+// runtime is asked for a container's log path once, not every interval, and
+// a container that comes back after leaving the list is asked again.
+func TestRotationAsksLogPathOnce(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	os.WriteFile(a, []byte("x"), 0o644)
+	os.WriteFile(b, []byte("x"), 0o644)
+	rt := &fakeRuntime{logs: map[string]string{"a": a, "b": b}}
+	r, _ := NewRotator(RotatorConfig{Runtime: rt, MaxSize: 100, MaxFiles: 2})
+	for i := 0; i < 5; i++ {
+		if err := r.RotateAll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rt.statuses["a"] != 1 || rt.statuses["b"] != 1 {
+		t.Errorf("status calls %v, want one per container", rt.statuses)
+	}
+	delete(rt.logs, "b")
+	r.RotateAll(context.Background())
+	rt.logs["b"] = b
+	r.RotateAll(context.Background())
+	if rt.statuses["b"] != 2 {
+		t.Errorf("status calls for b %d, want 2 (forgotten when it left the list)", rt.statuses["b"])
 	}
 }

@@ -77,6 +77,7 @@ type Client struct {
 	img         runtimeapi.ImageServiceClient
 	timeout     time.Duration
 	pullTimeout time.Duration
+	lists       listCaches
 }
 
 // Dial connects to the runtime at endpoint (unix:///path/to.sock, or a bare
@@ -101,6 +102,7 @@ func Dial(ctx context.Context, endpoint string, opts ...Options) (*Client, error
 		rt:      runtimeapi.NewRuntimeServiceClient(conn),
 		img:     runtimeapi.NewImageServiceClient(conn),
 		timeout: DefaultTimeout,
+		lists:   newListCaches(),
 	}
 	for _, o := range opts {
 		if o.Timeout > 0 {

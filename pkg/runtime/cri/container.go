@@ -68,10 +68,18 @@ func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 	return nil
 }
 
-// ListContainers lists containers matching filter (nil: all).
+// ListContainers lists containers matching filter (nil: all). The
+// containers are shared with other callers (see listcache.go): read only.
 func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	ctx, cancel := c.ctx(ctx, c.timeout)
 	defer cancel()
+	if filter == nil {
+		raw, err := c.listAll(ctx, methodListContainers, &runtimeapi.ListContainersRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("list containers: %w", classify(err))
+		}
+		return c.lists.containers.decode(raw)
+	}
 	resp, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", classify(err))

@@ -63,10 +63,18 @@ func (c *Client) PodSandboxStatus(ctx context.Context, id string, verbose bool) 
 	return resp.Status, nil
 }
 
-// ListPodSandbox lists sandboxes matching filter (nil: all).
+// ListPodSandbox lists sandboxes matching filter (nil: all). The sandboxes
+// are shared with other callers (see listcache.go): read only.
 func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	ctx, cancel := c.ctx(ctx, c.timeout)
 	defer cancel()
+	if filter == nil {
+		raw, err := c.listAll(ctx, methodListPodSandbox, &runtimeapi.ListPodSandboxRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("list pod sandboxes: %w", classify(err))
+		}
+		return c.lists.sandboxes.decode(raw)
+	}
 	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
 	if err != nil {
 		return nil, fmt.Errorf("list pod sandboxes: %w", classify(err))
