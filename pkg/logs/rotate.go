@@ -96,14 +96,19 @@ func (r *Rotator) Run(ctx context.Context) error {
 // one container does not stop the others; the errors are joined. Not safe
 // for concurrent use.
 func (r *Rotator) RotateAll(ctx context.Context) error {
-	running := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
-	ctrs, err := r.cfg.Runtime.ListContainers(ctx, running)
+	// The full list, filtered here: the runtime client keeps the full
+	// list's entries decoded from the relist a moment ago, where a filtered
+	// list would be decoded anew every time.
+	ctrs, err := r.cfg.Runtime.ListContainers(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("list running containers: %w", err)
+		return fmt.Errorf("list containers: %w", err)
 	}
 	seen := make(map[string]string, len(ctrs))
 	var errs []error
 	for _, c := range ctrs {
+		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
 		path, known := r.logPaths[c.Id]
 		if !known {
 			st, err := r.cfg.Runtime.ContainerStatus(ctx, c.Id, false)

@@ -23,12 +23,12 @@ type fakeRuntime struct {
 }
 
 func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	if filter.GetState().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
-		return nil, errors.New("rotation must only list running containers")
+	if filter != nil {
+		return nil, errors.New("rotation lists every container (the runtime client caches the full list)")
 	}
-	var out []*runtimeapi.Container
+	out := []*runtimeapi.Container{{Id: "exited", State: runtimeapi.ContainerState_CONTAINER_EXITED}}
 	for id := range f.logs {
-		out = append(out, &runtimeapi.Container{Id: id})
+		out = append(out, &runtimeapi.Container{Id: id, State: runtimeapi.ContainerState_CONTAINER_RUNNING})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Id < out[j].Id })
 	return out, nil
@@ -166,7 +166,7 @@ func TestRotationAsksLogPathOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rt.statuses["a"] != 1 || rt.statuses["b"] != 1 {
+	if rt.statuses["a"] != 1 || rt.statuses["b"] != 1 || rt.statuses["exited"] != 0 {
 		t.Errorf("status calls %v, want one per container", rt.statuses)
 	}
 	delete(rt.logs, "b")

@@ -42,6 +42,13 @@ const (
 // both ListPodSandboxResponse (items) and ListContainersResponse (containers).
 const listEntriesField protowire.Number = 1
 
+// cachedEntry keeps the key string with the message, so that an entry found
+// again goes into the next map without a new string.
+type cachedEntry[T proto.Message] struct {
+	key string
+	msg T
+}
+
 // decodeCache maps an entry's canonical bytes to its decoded message, for
 // the entries of the latest list; older ones are dropped with each list.
 type decodeCache[T proto.Message] struct {
@@ -50,7 +57,7 @@ type decodeCache[T proto.Message] struct {
 	mapFields map[protowire.Number]bool
 
 	mu      sync.Mutex
-	entries map[string]T // guarded by mu
+	entries map[string]cachedEntry[T] // guarded by mu
 	// Scratch space for canonical keys, reused under mu.
 	key    []byte
 	chunks [][]byte
@@ -64,7 +71,7 @@ func newDecodeCache[T proto.Message](newMsg func() T) *decodeCache[T] {
 			maps[f.Number()] = true
 		}
 	}
-	return &decodeCache[T]{newMsg: newMsg, mapFields: maps, entries: map[string]T{}}
+	return &decodeCache[T]{newMsg: newMsg, mapFields: maps, entries: map[string]cachedEntry[T]{}}
 }
 
 // decode splits a list response into its entries, decoding only the entries
@@ -72,7 +79,7 @@ func newDecodeCache[T proto.Message](newMsg func() T) *decodeCache[T] {
 func (c *decodeCache[T]) decode(resp []byte) ([]T, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := make(map[string]T, len(c.entries))
+	next := make(map[string]cachedEntry[T], len(c.entries))
 	var out []T
 	for len(resp) > 0 {
 		num, typ, n := protowire.ConsumeTag(resp)
@@ -95,23 +102,27 @@ func (c *decodeCache[T]) decode(resp []byte) ([]T, error) {
 		}
 		resp = resp[n:]
 		key, cacheable := c.canonical(entry)
-		var msg T
+		var hit cachedEntry[T]
 		ok := false
 		if cacheable {
-			if msg, ok = next[string(key)]; !ok { // a duplicate entry in one response
-				msg, ok = c.entries[string(key)]
+			if hit, ok = next[string(key)]; !ok { // a duplicate entry in one response
+				hit, ok = c.entries[string(key)]
 			}
 		}
 		if !ok {
-			msg = c.newMsg()
+			msg := c.newMsg()
 			if err := proto.Unmarshal(entry, msg); err != nil {
 				return nil, fmt.Errorf("decode list entry: %w", err)
 			}
+			hit = cachedEntry[T]{msg: msg}
+			if cacheable {
+				hit.key = string(key)
+			}
 		}
 		if cacheable {
-			next[string(key)] = msg
+			next[hit.key] = hit
 		}
-		out = append(out, msg)
+		out = append(out, hit.msg)
 	}
 	c.entries = next
 	return out, nil
