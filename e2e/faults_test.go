@@ -124,10 +124,12 @@ func waitAllRunning(t *testing.T, n *framework.Nodelet, names []string, timeout 
 	return out
 }
 
-// newReservations are the IP reservations taken since before, by IP.
-func newReservations(t *testing.T, before map[string]string) map[string]string {
+// newReservations are the IP reservations taken by sandboxes of the test's
+// runtime since before, by IP. Other runtimes on the host share the IPAM
+// store; their reservations are not counted.
+func newReservations(t *testing.T, rt *framework.Runtime, before map[string]string) map[string]string {
 	t.Helper()
-	now, err := framework.IPReservations()
+	now, err := rt.IPReservations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func newReservations(t *testing.T, before map[string]string) map[string]string {
 // running instance of each container and kept its restart counts at 0,
 // and that every pod IP taken since before is held by one of those
 // sandboxes (none leaked by an interrupted set-up).
-func checkOnePerPod(t *testing.T, c *cri.Client, pods map[string]v1.Pod, before map[string]string) {
+func checkOnePerPod(t *testing.T, rt *framework.Runtime, c *cri.Client, pods map[string]v1.Pod, before map[string]string) {
 	t.Helper()
 	truth := readRuntime(t, c)
 	ours := map[string]bool{}
@@ -174,7 +176,7 @@ func checkOnePerPod(t *testing.T, c *cri.Client, pods map[string]v1.Pod, before 
 	// nodelet tears the half-made sandbox down: wait for that.
 	poll.Until(t, 2*time.Minute, 500*time.Millisecond, "pod IP reservations held only by the pods' sandboxes", func() (bool, string) {
 		var leaked []string
-		for ip, owner := range newReservations(t, before) {
+		for ip, owner := range newReservations(t, rt, before) {
 			if !ours[owner] {
 				leaked = append(leaked, ip+" by "+owner)
 			}
@@ -182,7 +184,7 @@ func checkOnePerPod(t *testing.T, c *cri.Client, pods map[string]v1.Pod, before 
 		sort.Strings(leaked)
 		return len(leaked) == 0, fmt.Sprintf("leaked: %v", leaked)
 	})
-	if got := len(newReservations(t, before)); got != len(pods) {
+	if got := len(newReservations(t, rt, before)); got != len(pods) {
 		t.Errorf("%d new IP reservations for %d pods", got, len(pods))
 	}
 }
@@ -196,7 +198,7 @@ func TestFaultNodeletKilledDuringBurst(t *testing.T) {
 	rt := framework.StartRuntime(t)
 	client := framework.CRIClient(t, rt)
 	n := framework.StartNodelet(t, rt)
-	before, err := framework.IPReservations()
+	before, err := rt.IPReservations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func TestFaultNodeletKilledDuringBurst(t *testing.T) {
 	n.Start()
 
 	pods := waitAllRunning(t, n, names, 5*time.Minute)
-	checkOnePerPod(t, client, pods, before)
+	checkOnePerPod(t, rt, client, pods, before)
 }
 
 // TestFaultNodeletKilledDuringGracefulStop: a pod whose container ignores

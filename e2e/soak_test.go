@@ -160,7 +160,7 @@ func TestSoakChurn(t *testing.T) {
 	if _, err := admin.CoreV1().Secrets("default").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "soak"}, StringData: map[string]string{"s": "v"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ipBefore, err := framework.IPReservations()
+	ipBefore, err := rt.IPReservations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestSoakChurn(t *testing.T) {
 		if mounts, err := framework.MountsUnder(n.RootDir); err != nil || len(mounts) > 0 {
 			left = append(left, fmt.Sprintf("mounts %v (err %v)", mounts, err))
 		}
-		if ips := newReservations(t, ipBefore); len(ips) > 0 {
+		if ips := newReservations(t, rt, ipBefore); len(ips) > 0 {
 			left = append(left, fmt.Sprintf("IPs %v", ips))
 		}
 		if logs, _ := os.ReadDir(n.LogDir); len(logs) > 0 {
