@@ -30,6 +30,7 @@ type soakCurve struct {
 	every   time.Duration
 	last    time.Time
 	samples []soakSample
+	written bool
 }
 
 // maybe samples when the interval has passed since the last sample.
@@ -93,6 +94,7 @@ func (c *soakCurve) summary(rows int) string {
 // in the test log.
 func (c *soakCurve) write(t *testing.T, form, head string) {
 	t.Helper()
+	c.written = true
 	sum := head + c.summary(30)
 	t.Logf("MEASURE soak curves:\n%s", sum)
 	dir := filepath.Join(framework.RepoRoot(), "_output", "soak")

@@ -49,19 +49,26 @@ type soakScale struct {
 	plain bool
 	// sampleEvery spaces the RSS/goroutine curve's samples.
 	sampleEvery time.Duration
+	// probePeriod is the exec readiness probe's period. Every exec is a
+	// runc exec (~0.1 s of CPU here): 88 probed pods at the 5 s of the
+	// short form are ~18 execs a second, more than a 2-core machine runs
+	// beside the churn itself (the first full run here saw a load of 105
+	// and the first window never became ready), so the full form probes
+	// every 30 s, still a few times in each pod's life.
+	probePeriod int32
 }
 
 func soakSize() soakScale {
 	if os.Getenv("NODELET_SOAK_FULL") == "1" {
-		return soakScale{form: "full", duration: 30 * time.Minute, window: 110, pods: 2000, plain: true, sampleEvery: 10 * time.Second}
+		return soakScale{form: "full", duration: 30 * time.Minute, window: 110, pods: 2000, plain: true, sampleEvery: 10 * time.Second, probePeriod: 30}
 	}
-	return soakScale{form: "short", duration: 150 * time.Second, window: 15, pods: 90, sampleEvery: 5 * time.Second}
+	return soakScale{form: "short", duration: 150 * time.Second, window: 15, pods: 90, sampleEvery: 5 * time.Second, probePeriod: 5}
 }
 
 // soakPod is an API pod with what leaks when a kubelet gets it wrong: an
 // init container, a sidecar, a probe, config map, secret and projected
 // volumes, a memory emptyDir mounted by subPath.
-func soakPod(name string) *v1.Pod {
+func soakPod(name string, probePeriod int32) *v1.Pod {
 	sleep := []string{"sleep", "3600"}
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"soak": "1"}},
@@ -75,7 +82,7 @@ func soakPod(name string) *v1.Pod {
 			},
 			Containers: []v1.Container{{
 				Name: "app", Image: "busybox:1.35", Command: sleep,
-				ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 5},
+				ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: probePeriod},
 				VolumeMounts: []v1.VolumeMount{
 					{Name: "cm", MountPath: "/cm"}, {Name: "sec", MountPath: "/sec"}, {Name: "proj", MountPath: "/proj"},
 					{Name: "mem", MountPath: "/mem", SubPath: "sub"},
@@ -204,13 +211,19 @@ func TestSoakChurn(t *testing.T) {
 	start := time.Now()
 	var afterWindow procFigures
 	curve := &soakCurve{every: size.sampleEvery}
+	defer func() {
+		// A leak's history is what a failed soak is for.
+		if t.Failed() && !curve.written {
+			curve.write(t, size.form+"-failed", "soak failed; the curves up to the failure\n")
+		}
+	}()
 	created := 0
 	for ; time.Since(start) < size.duration; <-tick.C {
 		name := fmt.Sprintf("soak-%04d", created)
 		l := live{name: name, static: created%5 == 4}
 		if l.static {
 			n.WriteManifest(name+".yaml", netPodManifest(name, 1))
-		} else if _, err := admin.CoreV1().Pods("default").Create(ctx, soakPod(name), metav1.CreateOptions{}); err != nil {
+		} else if _, err := admin.CoreV1().Pods("default").Create(ctx, soakPod(name, size.probePeriod), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
 		created++
@@ -220,7 +233,7 @@ func TestSoakChurn(t *testing.T) {
 			alive = alive[1:]
 		}
 		if created == size.window {
-			waitAPIPodsRunning(t, admin, 5*time.Minute)
+			waitAPIPodsRunning(t, admin, 10*time.Minute)
 			afterWindow = readProcFigures(t, n)
 			t.Logf("MEASURE soak after the first %d pods: %d goroutines, %d fds, RSS %d KiB", size.window, afterWindow.goroutines, afterWindow.fds, afterWindow.rssKiB)
 		}
