@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,10 +125,12 @@ func waitAllRunning(t *testing.T, n *framework.Nodelet, names []string, timeout 
 	return out
 }
 
-// newReservations are the IP reservations taken since before, by IP.
-func newReservations(t *testing.T, before map[string]string) map[string]string {
+// newReservations are the IP reservations taken by sandboxes of the test's
+// runtime since before, by IP. Other runtimes on the host share the IPAM
+// store; their reservations are not counted.
+func newReservations(t *testing.T, rt *framework.Runtime, before map[string]string) map[string]string {
 	t.Helper()
-	now, err := framework.IPReservations()
+	now, err := rt.IPReservations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +147,7 @@ func newReservations(t *testing.T, before map[string]string) map[string]string {
 // running instance of each container and kept its restart counts at 0,
 // and that every pod IP taken since before is held by one of those
 // sandboxes (none leaked by an interrupted set-up).
-func checkOnePerPod(t *testing.T, c *cri.Client, pods map[string]v1.Pod, before map[string]string) {
+func checkOnePerPod(t *testing.T, rt *framework.Runtime, c *cri.Client, pods map[string]v1.Pod, before map[string]string) {
 	t.Helper()
 	truth := readRuntime(t, c)
 	ours := map[string]bool{}
@@ -174,7 +177,7 @@ func checkOnePerPod(t *testing.T, c *cri.Client, pods map[string]v1.Pod, before 
 	// nodelet tears the half-made sandbox down: wait for that.
 	poll.Until(t, 2*time.Minute, 500*time.Millisecond, "pod IP reservations held only by the pods' sandboxes", func() (bool, string) {
 		var leaked []string
-		for ip, owner := range newReservations(t, before) {
+		for ip, owner := range newReservations(t, rt, before) {
 			if !ours[owner] {
 				leaked = append(leaked, ip+" by "+owner)
 			}
@@ -182,7 +185,7 @@ func checkOnePerPod(t *testing.T, c *cri.Client, pods map[string]v1.Pod, before 
 		sort.Strings(leaked)
 		return len(leaked) == 0, fmt.Sprintf("leaked: %v", leaked)
 	})
-	if got := len(newReservations(t, before)); got != len(pods) {
+	if got := len(newReservations(t, rt, before)); got != len(pods) {
 		t.Errorf("%d new IP reservations for %d pods", got, len(pods))
 	}
 }
@@ -196,7 +199,7 @@ func TestFaultNodeletKilledDuringBurst(t *testing.T) {
 	rt := framework.StartRuntime(t)
 	client := framework.CRIClient(t, rt)
 	n := framework.StartNodelet(t, rt)
-	before, err := framework.IPReservations()
+	before, err := rt.IPReservations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +221,7 @@ func TestFaultNodeletKilledDuringBurst(t *testing.T) {
 	n.Start()
 
 	pods := waitAllRunning(t, n, names, 5*time.Minute)
-	checkOnePerPod(t, client, pods, before)
+	checkOnePerPod(t, rt, client, pods, before)
 }
 
 // TestFaultNodeletKilledDuringGracefulStop: a pod whose container ignores
@@ -470,4 +473,115 @@ func TestFaultRootDirFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.WaitPod("after"+staticSuffix, 2*time.Minute, "running once space is free", framework.Running)
+}
+
+// TestFaultRuntimeFilesystemFull: containerd's root (its metadata, images,
+// snapshots, the CRI plugin's sandbox files) is on a small filesystem of
+// its own, and it fills up. nodelet keeps serving (healthz, /pods) and keeps
+// its running pod; the new pod fails with the reason where an operator
+// looks (its status or nodelet's log); once space is freed it starts; and
+// after containerd and nodelet are both restarted nothing written around
+// the failure is trusted: one sandbox per pod, no container restarted.
+func TestFaultRuntimeFilesystemFull(t *testing.T) {
+	rt := framework.StartRuntimeOn(t, func(stateDir string) error {
+		root := filepath.Join(stateDir, "root")
+		if err := os.MkdirAll(root, 0o711); err != nil {
+			return err
+		}
+		// A tmpfs needs no loop device or mkfs; 64 MiB holds the test
+		// images and a few pods. Runtime tear-down unmounts everything
+		// under the state dir, also when the test fails.
+		if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size=64m,mode=0711"); err != nil {
+			return fmt.Errorf("%w: a tmpfs for containerd's root: %v", framework.ErrUnsupported, err)
+		}
+		return nil
+	})
+	client := framework.CRIClient(t, rt)
+	n := framework.StartNodelet(t, rt)
+	n.WriteManifest("before.yaml", netPodManifest("before", 5))
+	old := n.WaitPod("before"+staticSuffix, time.Minute, "running", framework.Running)
+
+	filler := filepath.Join(rt.StateDir, "root", "filler")
+	fill(t, filler)
+	logBefore := len(n.Log())
+
+	n.WriteManifest("after.yaml", netPodManifest("after", 5))
+	var reason string
+	poll.Until(t, 2*time.Minute, 200*time.Millisecond, "the new pod refused with the reason", func() (bool, string) {
+		p, err := n.Pod("after" + staticSuffix)
+		if err != nil || p == nil {
+			return false, fmt.Sprintf("%v %v", p, err)
+		}
+		if framework.Running(p) {
+			t.Fatalf("after started on a full runtime filesystem")
+		}
+		if status := fmt.Sprintf("%+v", p.Status); strings.Contains(status, "no space left on device") {
+			reason = "in its status: " + status
+			return true, ""
+		}
+		log := n.Log()
+		for _, line := range strings.Split(log[min(logBefore, len(log)):], "\n") {
+			if strings.Contains(line, "no space left on device") {
+				reason = "in nodelet's log: " + line
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", p.Status)
+	})
+	t.Logf("the new pod's reason, %.600s", reason)
+	if code, body, err := n.Readyz(); err != nil || code != 200 {
+		t.Errorf("readyz with a full runtime filesystem: %d %s %v", code, body, err)
+	}
+	if p, err := n.Pod("before" + staticSuffix); err != nil || !framework.Running(p) ||
+		p.Status.ContainerStatuses[0].ContainerID != old.Status.ContainerStatuses[0].ContainerID {
+		t.Errorf("running pod with a full runtime filesystem: %v %v", p, err)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	n.WaitPod("after"+staticSuffix, 3*time.Minute, "running once space is free", framework.Running)
+
+	// Whatever containerd and nodelet wrote while the disk was full must
+	// not be taken for the truth after a restart of both.
+	n.Kill()
+	if err := rt.StopContainerd(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RestartContainerd(); err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	pods := waitAllRunning(t, n, []string{"before" + staticSuffix, "after" + staticSuffix}, 2*time.Minute)
+	if got := pods["before"+staticSuffix].Status.ContainerStatuses[0].ContainerID; got != old.Status.ContainerStatuses[0].ContainerID {
+		t.Errorf("before: container %s after the restarts, was %s", got, old.Status.ContainerStatuses[0].ContainerID)
+	}
+	truth := readRuntime(t, client)
+	for name, p := range pods {
+		if got := len(truth.readySandboxes[string(p.UID)]); got != 1 {
+			t.Errorf("%s: %d ready sandboxes after the restarts, want 1", name, got)
+		}
+		if got := truth.running[string(p.UID)+"/app"]; got != 1 {
+			t.Errorf("%s: %d running instances after the restarts, want 1", name, got)
+		}
+	}
+}
+
+// fill writes a file until its filesystem is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", path, err)
+			}
+			return
+		}
+	}
 }

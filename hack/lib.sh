@@ -122,6 +122,11 @@ runtime_paths() {
   RT_ENVFILE="$RT_STATE_DIR/runtime.env"
   RT_MARKER="$RT_STATE_DIR/.nodelet-runtime"
   RT_CNI_CONF_DIR="$RT_STATE_DIR/cni/net.d"
+  # The runtime's own CNI plugin dir: /usr/lib/cni's plugins, with host-local wrapped to note in
+  # RT_CNI_IDS every sandbox (CNI container ID) of this runtime that asks for an address (see
+  # install_cni_bin in runtime-up.sh).
+  RT_CNI_BIN_DIR="$RT_STATE_DIR/cni/bin"
+  RT_CNI_IDS="$RT_STATE_DIR/cni/ids"
   RT_RUNC_ROOT="$RT_STATE_DIR/runc"
   RT_NAMESPACE="k8s.io"
 }

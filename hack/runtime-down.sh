@@ -56,6 +56,13 @@ for d in "$RT_STATE_DIR"/root/io.containerd.grpc.v1.cri/{sandboxes,containers}/*
   d="${d%/}"
   if [[ -d "$d" ]]; then ids["${d##*/}"]=1; fi
 done
+# Every sandbox that asked this runtime's host-local for an address (install_cni_bin in runtime-up.sh),
+# also one whose set-up was cut short before the CRI plugin wrote its directory.
+if [[ -f "$RT_CNI_IDS" ]]; then
+  while read -r _ id; do
+    if [[ -n "$id" ]]; then ids["$id"]=1; fi
+  done <"$RT_CNI_IDS"
+fi
 
 cpid="$(containerd_pid)"
 if ((purge == 0)) && [[ -n "$cpid" ]] && containerd_answers; then

@@ -81,6 +81,27 @@ render() {
   mv -f "$tmp" "$2"
 }
 
+# install_cni_bin: the runtime's CNI plugin dir. The IPAM store is shared by every runtime on the host
+# (NODELET_IPAM_DIR), and a reservation names only the sandbox that holds it; the wrapped host-local
+# appends "COMMAND SANDBOX-ID" to RT_CNI_IDS first, so a test can tell its own runtime's reservations
+# from those of a runtime running beside it, even for a sandbox that never made it into a listing.
+install_cni_bin() {
+  mkdir -p "$RT_CNI_BIN_DIR"
+  local p
+  for p in /usr/lib/cni/*; do
+    [[ "$(basename "$p")" == host-local ]] && continue
+    ln -sfn "$p" "$RT_CNI_BIN_DIR/$(basename "$p")"
+  done
+  cat >"$RT_CNI_BIN_DIR/host-local.tmp" <<EOF
+#!/bin/sh
+# Written by hack/runtime-up.sh: notes the sandbox, then is /usr/lib/cni/host-local.
+echo "\$CNI_COMMAND \$CNI_CONTAINERID" >>"$RT_CNI_IDS"
+exec /usr/lib/cni/host-local "\$@"
+EOF
+  chmod 0755 "$RT_CNI_BIN_DIR/host-local.tmp"
+  mv -f "$RT_CNI_BIN_DIR/host-local.tmp" "$RT_CNI_BIN_DIR/host-local"
+}
+
 start_containerd() {
   # A previous instance may have died and left its sockets; containerd refuses to start over them.
   rm -f "$RT_SOCK" "$RT_SOCK.ttrpc" "$RT_PIDFILE"
@@ -93,6 +114,7 @@ start_containerd() {
   mkdir -p "$RT_CNI_CONF_DIR" "$RT_STATE_DIR/root" "$RT_STATE_DIR/state" "$RT_RUNC_ROOT" "$RT_STATE_DIR/certs.d"
   render "$NODELET_ROOT/hack/containerd/config.toml.tmpl" "$RT_CONFIG"
   render "$NODELET_ROOT/hack/containerd/10-nodelet.conflist.tmpl" "$RT_CNI_CONF_DIR/10-nodelet.conflist"
+  install_cni_bin
 
   log "starting containerd (config $RT_CONFIG, log $RT_LOG)"
   # setsid: its own session, so a ^C or a test binary's process-group kill does not take containerd down

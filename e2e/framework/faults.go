@@ -79,8 +79,57 @@ func (r *Runtime) RestartContainerd() error {
 }
 
 // IPReservations returns the pod IPs reserved in the shared host-local IPAM
-// store, each with the ID of the sandbox (CNI container ID) that holds it.
-func IPReservations() (map[string]string, error) {
+// store by sandboxes of this runtime, each with the ID of the sandbox (CNI
+// container ID) that holds it. The store is shared by every runtime on the
+// host, so a reservation counts as this runtime's when its owner asked this
+// runtime's host-local for an address (hack/runtime-up.sh notes each one in
+// cni/ids): a test running beside another one sees only its own, and a
+// reservation by a sandbox that no listing ever showed still counts.
+func (r *Runtime) IPReservations() (map[string]string, error) {
+	ids, err := r.cniSandboxIDs()
+	if err != nil {
+		return nil, err
+	}
+	all, err := hostIPReservations()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for ip, owner := range all {
+		if ids[owner] {
+			out[ip] = owner
+		}
+	}
+	return out, nil
+}
+
+// cniSandboxIDs are the sandboxes of this runtime that ever called
+// host-local, from the wrapper's notes.
+func (r *Runtime) cniSandboxIDs() (map[string]bool, error) {
+	path := filepath.Join(r.StateDir, "cni", "ids")
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		// Nothing asked for an address yet, if the wrapper is there.
+		if _, werr := os.Stat(filepath.Join(r.StateDir, "cni", "bin", "host-local")); werr != nil {
+			return nil, fmt.Errorf("runtime %s has no wrapped host-local (started by an older hack/runtime-up.sh? restart it): %w", r.StateDir, werr)
+		}
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, id, ok := strings.Cut(strings.TrimSpace(line), " "); ok && id != "" {
+			ids[id] = true
+		}
+	}
+	return ids, nil
+}
+
+// hostIPReservations returns every reservation in the shared store, of any
+// runtime on the host, by IP.
+func hostIPReservations() (map[string]string, error) {
 	entries, err := os.ReadDir(ipamStore)
 	if os.IsNotExist(err) {
 		return map[string]string{}, nil

@@ -60,6 +60,37 @@ func NodeletBinary(t testing.TB) string {
 	return buildBin
 }
 
+var (
+	plainOnce sync.Once
+	plainBin  string
+	plainErr  error
+)
+
+// PlainNodeletBinary builds cmd/nodelet once per test binary without the
+// race detector: for a test that measures the product's own memory (the
+// race detector's shadow memory and history grow by design). Set it as a
+// Nodelet's Bin before Start.
+func PlainNodeletBinary(t testing.TB) string {
+	t.Helper()
+	plainOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nodelet-plain-bin-")
+		if err != nil {
+			plainErr = err
+			return
+		}
+		plainBin = filepath.Join(dir, "nodelet")
+		cmd := exec.Command("go", "build", "-o", plainBin, "./cmd/nodelet")
+		cmd.Dir = RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			plainErr = fmt.Errorf("go build ./cmd/nodelet: %w\n%s", err, out)
+		}
+	})
+	if plainErr != nil {
+		t.Fatal(plainErr)
+	}
+	return plainBin
+}
+
 // Nodelet is one nodelet process run by a test, with its own root dir,
 // manifest dir and ports.
 type Nodelet struct {

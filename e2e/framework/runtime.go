@@ -55,7 +55,22 @@ var ErrUnsupported = errors.New("environment cannot provide it")
 // hack/runtime-up.sh if needed, never stopped by the test): handy when iterating on one test.
 func StartRuntime(t testing.TB) *Runtime {
 	t.Helper()
-	if dir := os.Getenv("NODELET_E2E_RUNTIME_DIR"); dir != "" {
+	return startRuntime(t, nil)
+}
+
+// StartRuntimeOn is StartRuntime with prepare run on the fresh state dir
+// before containerd starts in it: to put containerd's root (STATE_DIR/root)
+// or state (STATE_DIR/state) on a filesystem of the test's choosing. What
+// prepare mounts there is unmounted when the runtime is torn down. It
+// never uses NODELET_E2E_RUNTIME_DIR's long-lived runtime.
+func StartRuntimeOn(t testing.TB, prepare func(stateDir string) error) *Runtime {
+	t.Helper()
+	return startRuntime(t, prepare)
+}
+
+func startRuntime(t testing.TB, prepare func(stateDir string) error) *Runtime {
+	t.Helper()
+	if dir := os.Getenv("NODELET_E2E_RUNTIME_DIR"); dir != "" && prepare == nil {
 		rt, err := runtimeUp(dir)
 		if err != nil {
 			runtimeFail(t, err)
@@ -64,7 +79,7 @@ func StartRuntime(t testing.TB) *Runtime {
 		return rt
 	}
 
-	rt, stop, err := LaunchRuntime()
+	rt, stop, err := launchRuntime(prepare)
 	// Registered before looking at err: a half-started runtime is torn down too.
 	if stop != nil {
 		t.Cleanup(func() {
@@ -88,6 +103,10 @@ func StartRuntime(t testing.TB) *Runtime {
 // when err is not nil, and must then be called; it is safe to call more than once. Feed a non-nil
 // err to RequireRealParts (or check errors.Is(err, ErrUnsupported)).
 func LaunchRuntime() (rt *Runtime, stop func() error, err error) {
+	return launchRuntime(nil)
+}
+
+func launchRuntime(prepare func(stateDir string) error) (rt *Runtime, stop func() error, err error) {
 	if os.Geteuid() != 0 {
 		return nil, nil, fmt.Errorf("containerd needs root: %w", ErrUnsupported)
 	}
@@ -114,6 +133,11 @@ func LaunchRuntime() (rt *Runtime, stop func() error, err error) {
 		}
 		stopped = true
 		return runtimeDown(root, dir)
+	}
+	if prepare != nil {
+		if err := prepare(dir); err != nil {
+			return nil, stop, fmt.Errorf("prepare runtime state dir %s: %w", dir, err)
+		}
 	}
 	rt, err = runtimeUp(dir)
 	if err != nil {
