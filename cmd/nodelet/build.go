@@ -144,14 +144,15 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	merger := config.NewMerger(config.Incremental)
 	add(component{"config merger", merger.Run})
 	reporter := config.WithReporter(manifestReporter{recorder: recorder, node: nodeRef})
+	adopt := config.WithAdoptions(staticAdoptions(ctx, client))
 	sources := 0
 	if opts.StaticPodPath != "" {
-		src := config.NewFileSource(opts.StaticPodPath, nodeName, opts.FileCheckFrequency, merger.Channel(pod.FileSource), reporter)
+		src := config.NewFileSource(opts.StaticPodPath, nodeName, opts.FileCheckFrequency, merger.Channel(pod.FileSource), reporter, adopt)
 		add(component{"manifest dir", src.Run})
 		sources++
 	}
 	if opts.StaticPodURL != "" {
-		src := config.NewURLSource(opts.StaticPodURL, http.Header(opts.StaticPodURLHeader), nodeName, opts.HTTPCheckFrequency, merger.Channel(pod.HTTPSource), reporter)
+		src := config.NewURLSource(opts.StaticPodURL, http.Header(opts.StaticPodURLHeader), nodeName, opts.HTTPCheckFrequency, merger.Channel(pod.HTTPSource), reporter, adopt)
 		add(component{"manifest URL", src.Run})
 		sources++
 	}
