@@ -11,7 +11,7 @@ import (
 func TestRunningStatic(t *testing.T) {
 	sb := func(uid, source string, created int64, state runtimeapi.PodSandboxState) *runtimeapi.PodSandbox {
 		return &runtimeapi.PodSandbox{State: state, CreatedAt: created,
-			Labels: map[string]string{"io.kubernetes.pod.name": "etcd-n", "io.kubernetes.pod.namespace": "kube-system", "io.kubernetes.pod.uid": uid},
+			Labels:      map[string]string{"io.kubernetes.pod.name": "etcd-n", "io.kubernetes.pod.namespace": "kube-system", "io.kubernetes.pod.uid": uid},
 			Annotations: map[string]string{"kubernetes.io/config.source": source, "kubernetes.io/config.hash": uid}}
 	}
 	ready, notReady := runtimeapi.PodSandboxState_SANDBOX_READY, runtimeapi.PodSandboxState_SANDBOX_NOTREADY
