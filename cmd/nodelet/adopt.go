@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
@@ -64,4 +65,20 @@ func runningStatic(sandboxes []*runtimeapi.PodSandbox) map[config.AdoptKey]confi
 		out[key] = config.Running{UID: id.PodUID, Hash: sb.Annotations[pod.ConfigHashAnnotationKey]}
 	}
 	return out
+}
+
+// reportedStatuses returns the container statuses the API last showed for
+// p: its mirror pod's for a static pod, else the API pod's own, as the API
+// source last delivered it.
+func reportedStatuses(pods *pod.Manager, p *v1.Pod) []v1.ContainerStatus {
+	if pod.IsStatic(p) {
+		if m, ok := pods.MirrorPodOf(p); ok {
+			return m.Status.ContainerStatuses
+		}
+		return nil
+	}
+	if cur, ok := pods.PodByUID(p.UID); ok {
+		return cur.Status.ContainerStatuses
+	}
+	return p.Status.ContainerStatuses
 }

@@ -99,7 +99,8 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	// Other goroutines (probes, the volume refresher) reach the sync loop
 	// only through wakeups.
 	wakeups := agent.NewWakeups()
-	probes := prober.New(prober.Options{Exec: client, Recorder: recorder, OnChange: wakeups.ProbeChanged})
+	probes := prober.New(prober.Options{Exec: client, Recorder: recorder, OnChange: wakeups.ProbeChanged,
+		Reported: func(p *v1.Pod) []v1.ContainerStatus { return reportedStatuses(pods, p) }})
 	add(component{"prober", probes.Run})
 
 	features := securityFeatures(ctx, client)
