@@ -73,7 +73,6 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	}
 	klog.InfoS("Starting nodelet", "version", version.String(), "node", nodeName, "hostIP", hostIP,
 		"runtime", opts.ContainerRuntimeEndpoint, "rootDir", opts.RootDir)
-	reportShutdown(opts)
 	d := &daemon{events: record.NewBroadcaster()}
 	add := func(c ...component) { d.components = append(d.components, c...) }
 	if opts.KubeconfigPath != "" {
@@ -215,12 +214,21 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	}
 	add(component{"image GC", imageGC.Run})
 
+	var shuttingDown shutdownState
 	if cl != nil {
-		ctrl, err := cl.nodeController(nodeHost{runtime: client, diskPressure: imageGC.DiskPressure, runtimeHealthy: relister.Healthy}, recorder)
+		ctrl, err := cl.nodeController(nodeHost{runtime: client, diskPressure: imageGC.DiskPressure, runtimeHealthy: relister.Healthy,
+			shuttingDown: shuttingDown.get}, recorder)
 		if err != nil {
 			return nil, err
 		}
 		add(component{"node status", ctrl.Run})
+	}
+	graceful, err := gracefulShutdown(opts, ag, &shuttingDown)
+	if err != nil {
+		return nil, err
+	}
+	if graceful != nil {
+		add(*graceful)
 	}
 
 	healthChecks := []server.HealthCheck{{Name: "pleg", Check: relister.Healthy}}

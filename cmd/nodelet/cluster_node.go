@@ -20,6 +20,7 @@ type nodeHost struct {
 	runtime        *cri.Client
 	diskPressure   func() bool
 	runtimeHealthy func() error
+	shuttingDown   func() bool
 }
 
 // nodeController registers the Node and keeps its status and Lease fresh.
@@ -34,7 +35,7 @@ func (c *cluster) nodeController(h nodeHost, recorder record.EventRecorder) (*no
 	if f := c.opts.NodeStatusUpdateFrequency; f != node.DefaultStatusUpdateFrequency {
 		report = f
 	}
-	host := node.HostConfig{RootDir: c.opts.RootDir, DiskPressure: h.diskPressure, RuntimeHealthy: h.runtimeHealthy, Runtime: h.runtime}
+	host := node.HostConfig{RootDir: c.opts.RootDir, DiskPressure: h.diskPressure, RuntimeHealthy: h.runtimeHealthy, ShuttingDown: h.shuttingDown, Runtime: h.runtime}
 	heartbeat, err := c.heartbeatClient()
 	if err != nil {
 		return nil, err

@@ -131,6 +131,8 @@ type Agent struct {
 	// observed is each pod worker's last runtime read, against which
 	// relist events are checked.
 	observed observations
+	// shutdowns are the pods stopped for a node shutdown.
+	shutdowns shutdownStops
 	// slowFirstSync is how long a new pod's first sync (an image pull,
 	// mostly) runs before the status it started from is published.
 	slowFirstSync time.Duration
