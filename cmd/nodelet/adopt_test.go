@@ -1,11 +1,13 @@
 package main
 
 import (
+	"slices"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/nodelet/nodelet/pkg/config"
+	"github.com/nodelet/nodelet/pkg/options"
 )
 
 func TestRunningStatic(t *testing.T) {
@@ -25,5 +27,22 @@ func TestRunningStatic(t *testing.T) {
 	want := map[config.AdoptKey]config.Running{{Source: "file", Namespace: "kube-system", Name: "etcd-n"}: {UID: "new", Hash: "new"}}
 	if len(got) != len(want) || got[config.AdoptKey{Source: "file", Namespace: "kube-system", Name: "etcd-n"}] != want[config.AdoptKey{Source: "file", Namespace: "kube-system", Name: "etcd-n"}] {
 		t.Errorf("runningStatic = %v, want %v", got, want)
+	}
+}
+
+func TestNodeIPList(t *testing.T) {
+	for _, tc := range []struct {
+		nodeIP, host string
+		want         []string
+	}{
+		{"", "192.0.2.2", []string{"192.0.2.2"}},
+		{"192.0.2.2", "192.0.2.2", []string{"192.0.2.2"}},
+		{"192.0.2.2,2001:db8::2", "192.0.2.2", []string{"192.0.2.2", "2001:db8::2"}},
+		{"2001:db8::2,192.0.2.2", "2001:db8::2", []string{"2001:db8::2", "192.0.2.2"}},
+	} {
+		got := nodeIPList(tc.host, &options.Options{NodeIP: tc.nodeIP})
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("nodeIPList(%q, --node-ip %q) = %q, want %q", tc.host, tc.nodeIP, got, tc.want)
+		}
 	}
 }

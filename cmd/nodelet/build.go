@@ -108,7 +108,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	allocatable := nodeAllocatable(opts.RootDir)
 	configOpts := criconfig.ConfigOptions{
 		PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
-		NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
+		NodeIPs: nodeIPList(hostIP, opts), ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
 		SeccompDefault: opts.SeccompDefault, UserNamespaces: features.userNamespaces,
 		NodeAllocatable: allocatable,
 	}
@@ -182,7 +182,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	}
 	relister := pleg.New(runtimeLister{client}, opts.RelistPeriod)
 	ag, err := agent.New(agent.Config{
-		NodeName: nodeName, HostIP: hostIP, RuntimeName: runtimeName(ctx, client),
+		NodeName: nodeName, HostIP: hostIP, HostIPs: nodeIPList(hostIP, opts), RuntimeName: runtimeName(ctx, client),
 		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,
 	}, agent.Deps{
 		Runtime: podRuntime{client, syncer}, Relister: relister,

@@ -96,15 +96,7 @@ func (c *cluster) ownClient(purpose string, qps float32, burst int) (kube.Interf
 
 // nodeIPs are the node's addresses: the host IP first, then the other
 // --node-ip ones.
-func (c *cluster) nodeIPs() []string {
-	ips := []string{c.hostIP}
-	for _, ip := range c.opts.NodeIPs() {
-		if s := ip.String(); s != c.hostIP {
-			ips = append(ips, s)
-		}
-	}
-	return ips
-}
+func (c *cluster) nodeIPs() []string { return nodeIPList(c.hostIP, c.opts) }
 
 // servingCertificate is the node API's serving certificate from the
 // cluster (serverTLSBootstrap), for the addresses the Node reports.

@@ -64,6 +64,9 @@ type Housekeeper interface {
 type Config struct {
 	NodeName string
 	HostIP   string
+	// HostIPs are the node's IPs, HostIP first (two on a dual-stack node);
+	// empty: HostIP alone.
+	HostIPs []string
 	// RuntimeName prefixes container IDs in statuses ("containerd").
 	RuntimeName        string
 	ResyncPeriod       time.Duration

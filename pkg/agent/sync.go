@@ -180,7 +180,7 @@ func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[st
 func (a *Agent) publishStatus(w worker.Work, rs *runtime.PodStatus, waiting map[string]runtime.ContainerWaiting) *v1.PodStatus {
 	p := w.Pod
 	in := status.Input{
-		Pod: p, Runtime: rs, Waiting: waiting, HostIP: a.cfg.HostIP,
+		Pod: p, Runtime: rs, Waiting: waiting, HostIP: a.cfg.HostIP, HostIPs: a.cfg.HostIPs,
 		RuntimeName: a.cfg.RuntimeName, Now: time.Now(), Killed: w.Type == worker.Kill,
 	}
 	if a.prober != nil {
