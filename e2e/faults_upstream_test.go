@@ -34,7 +34,7 @@ func TestFaultContainerdRestartUpstream(t *testing.T) {
 	}
 	count := faultScale(8, 30)
 	rt := framework.StartRuntime(t)
-	k := framework.NewUpstreamKubelet(t, rt)
+	k := framework.NewStandaloneUpstreamKubelet(t, rt)
 	k.Start()
 	var names []string
 	for i := range count {

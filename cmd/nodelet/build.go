@@ -73,7 +73,6 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	}
 	klog.InfoS("Starting nodelet", "version", version.String(), "node", nodeName, "hostIP", hostIP,
 		"runtime", opts.ContainerRuntimeEndpoint, "rootDir", opts.RootDir)
-	reportShutdown(opts)
 	d := &daemon{events: record.NewBroadcaster()}
 	add := func(c ...component) { d.components = append(d.components, c...) }
 	if opts.KubeconfigPath != "" {
@@ -99,7 +98,8 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	// Other goroutines (probes, the volume refresher) reach the sync loop
 	// only through wakeups.
 	wakeups := agent.NewWakeups()
-	probes := prober.New(prober.Options{Exec: client, Recorder: recorder, OnChange: wakeups.ProbeChanged})
+	probes := prober.New(prober.Options{Exec: client, Recorder: recorder, OnChange: wakeups.ProbeChanged,
+		Reported: func(p *v1.Pod) []v1.ContainerStatus { return reportedStatuses(pods, p) }})
 	add(component{"prober", probes.Run})
 
 	features := securityFeatures(ctx, client)
@@ -108,7 +108,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	allocatable := nodeAllocatable(opts.RootDir)
 	configOpts := criconfig.ConfigOptions{
 		PodLogsDir: opts.PodLogsDir, RootDir: opts.RootDir, NodeName: nodeName,
-		NodeIPs: []string{hostIP}, ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
+		NodeIPs: nodeIPList(hostIP, opts), ClusterDNS: opts.ClusterDNS, ClusterDomain: opts.ClusterDomain,
 		SeccompDefault: opts.SeccompDefault, UserNamespaces: features.userNamespaces,
 		NodeAllocatable: allocatable,
 	}
@@ -144,14 +144,15 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	merger := config.NewMerger(config.Incremental)
 	add(component{"config merger", merger.Run})
 	reporter := config.WithReporter(manifestReporter{recorder: recorder, node: nodeRef})
+	adopt := config.WithAdoptions(staticAdoptions(ctx, client))
 	sources := 0
 	if opts.StaticPodPath != "" {
-		src := config.NewFileSource(opts.StaticPodPath, nodeName, opts.FileCheckFrequency, merger.Channel(pod.FileSource), reporter)
+		src := config.NewFileSource(opts.StaticPodPath, nodeName, opts.FileCheckFrequency, merger.Channel(pod.FileSource), reporter, adopt)
 		add(component{"manifest dir", src.Run})
 		sources++
 	}
 	if opts.StaticPodURL != "" {
-		src := config.NewURLSource(opts.StaticPodURL, http.Header(opts.StaticPodURLHeader), nodeName, opts.HTTPCheckFrequency, merger.Channel(pod.HTTPSource), reporter)
+		src := config.NewURLSource(opts.StaticPodURL, http.Header(opts.StaticPodURLHeader), nodeName, opts.HTTPCheckFrequency, merger.Channel(pod.HTTPSource), reporter, adopt)
 		add(component{"manifest URL", src.Run})
 		sources++
 	}
@@ -181,7 +182,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	}
 	relister := pleg.New(runtimeLister{client}, opts.RelistPeriod)
 	ag, err := agent.New(agent.Config{
-		NodeName: nodeName, HostIP: hostIP, RuntimeName: runtimeName(ctx, client),
+		NodeName: nodeName, HostIP: hostIP, HostIPs: nodeIPList(hostIP, opts), RuntimeName: runtimeName(ctx, client),
 		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,
 	}, agent.Deps{
 		Runtime: podRuntime{client, syncer}, Relister: relister,
@@ -213,12 +214,21 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	}
 	add(component{"image GC", imageGC.Run})
 
+	var shuttingDown shutdownState
 	if cl != nil {
-		ctrl, err := cl.nodeController(nodeHost{runtime: client, diskPressure: imageGC.DiskPressure, runtimeHealthy: relister.Healthy}, recorder)
+		ctrl, err := cl.nodeController(nodeHost{runtime: client, diskPressure: imageGC.DiskPressure, runtimeHealthy: relister.Healthy,
+			shuttingDown: shuttingDown.get}, recorder)
 		if err != nil {
 			return nil, err
 		}
 		add(component{"node status", ctrl.Run})
+	}
+	graceful, err := gracefulShutdown(opts, ag, &shuttingDown)
+	if err != nil {
+		return nil, err
+	}
+	if graceful != nil {
+		add(*graceful)
 	}
 
 	healthChecks := []server.HealthCheck{{Name: "pleg", Check: relister.Healthy}}

@@ -20,6 +20,7 @@ type nodeHost struct {
 	runtime        *cri.Client
 	diskPressure   func() bool
 	runtimeHealthy func() error
+	shuttingDown   func() bool
 }
 
 // nodeController registers the Node and keeps its status and Lease fresh.
@@ -34,7 +35,7 @@ func (c *cluster) nodeController(h nodeHost, recorder record.EventRecorder) (*no
 	if f := c.opts.NodeStatusUpdateFrequency; f != node.DefaultStatusUpdateFrequency {
 		report = f
 	}
-	host := node.HostConfig{RootDir: c.opts.RootDir, DiskPressure: h.diskPressure, RuntimeHealthy: h.runtimeHealthy, Runtime: h.runtime}
+	host := node.HostConfig{RootDir: c.opts.RootDir, DiskPressure: h.diskPressure, RuntimeHealthy: h.runtimeHealthy, ShuttingDown: h.shuttingDown, Runtime: h.runtime}
 	heartbeat, err := c.heartbeatClient()
 	if err != nil {
 		return nil, err
@@ -95,15 +96,7 @@ func (c *cluster) ownClient(purpose string, qps float32, burst int) (kube.Interf
 
 // nodeIPs are the node's addresses: the host IP first, then the other
 // --node-ip ones.
-func (c *cluster) nodeIPs() []string {
-	ips := []string{c.hostIP}
-	for _, ip := range c.opts.NodeIPs() {
-		if s := ip.String(); s != c.hostIP {
-			ips = append(ips, s)
-		}
-	}
-	return ips
-}
+func (c *cluster) nodeIPs() []string { return nodeIPList(c.hostIP, c.opts) }
 
 // servingCertificate is the node API's serving certificate from the
 // cluster (serverTLSBootstrap), for the addresses the Node reports.

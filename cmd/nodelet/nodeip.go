@@ -46,6 +46,18 @@ func nodeIP(opts *options.Options) (string, error) {
 	return "127.0.0.1", nil
 }
 
+// nodeIPList is the node's IPs: hostIP (nodeIP's answer) first, then the
+// other address of a dual-stack --node-ip.
+func nodeIPList(hostIP string, opts *options.Options) []string {
+	ips := []string{hostIP}
+	for _, ip := range opts.NodeIPs() {
+		if s := ip.String(); s != hostIP {
+			ips = append(ips, s)
+		}
+	}
+	return ips
+}
+
 // defaultRouteInterface reads the IPv4 routing table for the interface of
 // the default route ("" if none).
 func defaultRouteInterface() string {

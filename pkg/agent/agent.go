@@ -64,6 +64,9 @@ type Housekeeper interface {
 type Config struct {
 	NodeName string
 	HostIP   string
+	// HostIPs are the node's IPs, HostIP first (two on a dual-stack node);
+	// empty: HostIP alone.
+	HostIPs []string
 	// RuntimeName prefixes container IDs in statuses ("containerd").
 	RuntimeName        string
 	ResyncPeriod       time.Duration
@@ -131,6 +134,8 @@ type Agent struct {
 	// observed is each pod worker's last runtime read, against which
 	// relist events are checked.
 	observed observations
+	// shutdowns are the pods stopped for a node shutdown.
+	shutdowns shutdownStops
 	// slowFirstSync is how long a new pod's first sync (an image pull,
 	// mostly) runs before the status it started from is published.
 	slowFirstSync time.Duration

@@ -75,6 +75,9 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		return worker.Result{}
 	}
 
+	if s := a.shutdowns.get(p.UID); s != nil {
+		return a.syncShutdown(ctx, w, rs, s)
+	}
 	if exceeded, _ := a.activeDeadline(p); exceeded {
 		// Past activeDeadlineSeconds the pod is Failed and stays stopped.
 		klog.V(2).InfoS("Pod exceeded its active deadline; stopping it", "pod", klog.KObj(p))
@@ -177,7 +180,7 @@ func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[st
 func (a *Agent) publishStatus(w worker.Work, rs *runtime.PodStatus, waiting map[string]runtime.ContainerWaiting) *v1.PodStatus {
 	p := w.Pod
 	in := status.Input{
-		Pod: p, Runtime: rs, Waiting: waiting, HostIP: a.cfg.HostIP,
+		Pod: p, Runtime: rs, Waiting: waiting, HostIP: a.cfg.HostIP, HostIPs: a.cfg.HostIPs,
 		RuntimeName: a.cfg.RuntimeName, Now: time.Now(), Killed: w.Type == worker.Kill,
 	}
 	if a.prober != nil {
@@ -195,6 +198,9 @@ func (a *Agent) publishStatus(w worker.Work, rs *runtime.PodStatus, waiting map[
 		in.FailedReason, in.FailedMessage = status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded
 	}
 	st := status.Generate(in)
+	if s := a.shutdowns.get(p.UID); s != nil && s.mark != nil && w.Type != worker.Kill {
+		s.mark(&st)
+	}
 	metrics.ObservePodStatus(p, in.Previous, st)
 	a.statuses.Set(p.UID, st)
 	if a.cluster != nil {

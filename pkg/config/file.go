@@ -58,6 +58,7 @@ type FileSource struct {
 	period   time.Duration
 	out      chan<- PodUpdate
 	reporter Reporter
+	adopt    *Adoptions
 
 	retryDelay  time.Duration
 	maxAttempts int
@@ -92,6 +93,7 @@ func NewFileSource(path, nodeName string, period time.Duration, out chan<- PodUp
 		period:            period,
 		out:               out,
 		reporter:          o.reporter,
+		adopt:             o.adoptions,
 		retryDelay:        fileRetryDelay,
 		maxAttempts:       fileMaxAttempts,
 		settleDelay:       fileSettleDelay,
@@ -336,6 +338,7 @@ func (s *FileSource) notePath(msg string, err error) {
 
 // send sends a SET with pods unless it is the same set as last time.
 func (s *FileSource) send(ctx context.Context, pods []*v1.Pod) {
+	pods = adoptAll(s.adopt, pods)
 	uids := podVersions(pods)
 	if s.sent != nil && s.sent.Equal(uids) {
 		return

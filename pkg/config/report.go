@@ -28,8 +28,9 @@ func (LogReporter) ManifestError(source, location string, err error) {
 type SourceOption func(*sourceOptions)
 
 type sourceOptions struct {
-	reporter Reporter
-	client   *http.Client
+	reporter  Reporter
+	client    *http.Client
+	adoptions *Adoptions
 }
 
 // WithReporter sends manifest errors to r instead of the log.

@@ -40,6 +40,7 @@ type URLSource struct {
 	out      chan<- PodUpdate
 	reporter Reporter
 	client   *http.Client
+	adopt    *Adoptions
 
 	// Owned by Run.
 	lastBody [sha256.Size]byte // hash of the body the last SET came from
@@ -67,6 +68,7 @@ func NewURLSource(url string, header http.Header, nodeName string, period time.D
 		out:      out,
 		reporter: o.reporter,
 		client:   client,
+		adopt:    o.adoptions,
 	}
 }
 
@@ -171,6 +173,7 @@ func (s *URLSource) recovered() {
 // changed cosmetically). It reports whether the source is now in step with
 // the pods.
 func (s *URLSource) send(ctx context.Context, pods []*v1.Pod) bool {
+	pods = adoptAll(s.adopt, pods)
 	uids := podVersions(pods)
 	if s.sent != nil && s.sent.Equal(uids) {
 		return true

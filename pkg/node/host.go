@@ -29,6 +29,9 @@ type HostConfig struct {
 	// RuntimeHealthy reports a runtime that stopped answering relists
 	// (PLEG); nil: healthy.
 	RuntimeHealthy func() error
+	// ShuttingDown reports a node shutdown under way (graceful node
+	// shutdown): the node is then not ready, as upstream; nil: never.
+	ShuttingDown func() bool
 	// Root prefixes the /proc, /sys and /etc paths read; "" is /. For tests.
 	Root string
 }
@@ -119,6 +122,9 @@ func (h *HostFacts) Facts(ctx context.Context) Facts {
 	}
 	status, statusErr := h.cfg.Runtime.Status(ctx, false)
 	f.RuntimeErrors = RuntimeErrors(status, statusErr, healthErr)
+	if h.cfg.ShuttingDown != nil && h.cfg.ShuttingDown() {
+		f.RuntimeErrors = append(f.RuntimeErrors, ShuttingDownMessage)
+	}
 	if v, err := h.cfg.Runtime.Version(ctx); err == nil && v.GetRuntimeName() != "" {
 		f.RuntimeVersion = v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
 	} else {
@@ -141,6 +147,10 @@ func runtimeImages(imgs []*runtimeapi.Image) []RuntimeImage {
 	}
 	return out
 }
+
+// ShuttingDownMessage is the NotReady reason of a node shutting down,
+// upstream's words.
+const ShuttingDownMessage = "node is shutting down"
 
 // RuntimeErrors says why the runtime cannot run pods, from its CRI status
 // (statusErr when that call failed) and the relist health (healthErr). The

@@ -56,6 +56,8 @@ var supportedConfigFields = []string{
 	"streamingConnectionIdleTimeout",
 	"rotateCertificates",
 	"serverTLSBootstrap",
+	"shutdownGracePeriod",
+	"shutdownGracePeriodCriticalPods",
 }
 
 // applyConfigFile copies the supported fields the file sets onto o. A field
@@ -65,6 +67,8 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setPtr(&o.EnableServer, kc.EnableServer)
 	setString(&o.StaticPodPath, kc.StaticPodPath)
 	setString(&o.PodLogsDir, kc.PodLogsDir)
+	setNonZero(&o.ShutdownGracePeriod, kc.ShutdownGracePeriod.Duration)
+	setNonZero(&o.ShutdownGracePeriodCriticalPods, kc.ShutdownGracePeriodCriticalPods.Duration)
 	setNonZero(&o.SyncFrequency, kc.SyncFrequency.Duration)
 	setNonZero(&o.FileCheckFrequency, kc.FileCheckFrequency.Duration)
 	setNonZero(&o.HTTPCheckFrequency, kc.HTTPCheckFrequency.Duration)

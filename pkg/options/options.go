@@ -50,11 +50,12 @@ type Options struct {
 	// serverTLSBootstrap: request the node API's serving certificate from
 	// the cluster (kubernetes.io/kubelet-serving) and renew it.
 	ServerTLSBootstrap bool
-	// ShutdownGracePeriod is the config file's shutdownGracePeriod. It is
-	// NOT honoured (the field is warned about as ignored): nodelet only
-	// reports at start whether this host could give graceful shutdown
-	// (systemd-logind), so the operator knows what the setting would need.
-	ShutdownGracePeriod time.Duration
+	// ShutdownGracePeriod and ShutdownGracePeriodCriticalPods are graceful
+	// node shutdown's (package shutdown): honoured where systemd-logind
+	// runs; elsewhere nodelet says at start that nothing announces a
+	// shutdown.
+	ShutdownGracePeriod             time.Duration
+	ShutdownGracePeriodCriticalPods time.Duration
 
 	// HostnameOverride is --hostname-override as given.
 	HostnameOverride string

@@ -87,12 +87,8 @@ var refusedFields = map[string]string{
 // ignoredFieldReasons say, for ignored fields an operator may well expect
 // to work, what is missing, so the warning is not mistaken for a typo.
 var ignoredFieldReasons = map[string]string{
-	"shutdownGracePeriod":              noGracefulShutdown,
-	"shutdownGracePeriodCriticalPods":  noGracefulShutdown,
-	"shutdownGracePeriodByPodPriority": noGracefulShutdown,
+	"shutdownGracePeriodByPodPriority": "nodelet stops pods on node shutdown in two groups only (shutdownGracePeriod, shutdownGracePeriodCriticalPods)",
 }
-
-const noGracefulShutdown = "nodelet does not stop pods gracefully when the node shuts down"
 
 // splitFieldFindings sorts the unsupported fields a file sets into refusals
 // (errors) and warnings.

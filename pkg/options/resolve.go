@@ -43,8 +43,6 @@ func Resolve(fs *pflag.FlagSet, kc *kubeletconfigv1beta1.KubeletConfiguration) (
 	if kc != nil {
 		o = configFileDefaults()
 		applyConfigFile(o, kc)
-		// Not in applyConfigFile: the field is not supported, only reported.
-		o.ShutdownGracePeriod = kc.ShutdownGracePeriod.Duration
 		w, errs := unsupportedFieldWarnings(kc)
 		warnings, refused = append(warnings, w...), append(refused, errs...)
 	}

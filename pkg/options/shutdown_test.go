@@ -1,15 +1,13 @@
 package options
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
 
-// The shutdown grace period is warned about as ignored, yet kept, so that
-// start-up can say what this host would need to honour it.
-func TestShutdownGracePeriodKeptButWarned(t *testing.T) {
-	kc, err := DecodeConfig([]byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nshutdownGracePeriod: 30s\n"))
+// Graceful node shutdown's two periods are honoured, without a warning.
+func TestShutdownGracePeriodsApplied(t *testing.T) {
+	kc, err := DecodeConfig([]byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nshutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,10 +19,10 @@ func TestShutdownGracePeriodKeptButWarned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.ShutdownGracePeriod != 30*time.Second {
-		t.Errorf("ShutdownGracePeriod = %v, want 30s", o.ShutdownGracePeriod)
+	if o.ShutdownGracePeriod != 30*time.Second || o.ShutdownGracePeriodCriticalPods != 10*time.Second {
+		t.Errorf("ShutdownGracePeriod = %v, critical %v, want 30s and 10s", o.ShutdownGracePeriod, o.ShutdownGracePeriodCriticalPods)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], `"shutdownGracePeriod" is not supported`) {
-		t.Errorf("warnings = %q", warnings)
+	if len(warnings) != 0 {
+		t.Errorf("warnings = %q, want none", warnings)
 	}
 }

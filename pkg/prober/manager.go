@@ -27,6 +27,11 @@ type Options struct {
 	// failed its liveness or startup probe. It must not block: it is meant
 	// to wake the pod's worker.
 	OnChange func(uid types.UID)
+	// Reported returns the container statuses the API last showed for pod
+	// (a static pod's are its mirror's); nil: none known. A container
+	// already running when the manager started resumes the readiness
+	// reported there (see resumed). nil func: nothing is resumed.
+	Reported func(pod *v1.Pod) []v1.ContainerStatus
 	// KubeVersion is the "<major>.<minor>" of the User-Agent of HTTP and
 	// gRPC probes (kube-probe/1.37), which servers may match on; empty:
 	// the Kubernetes release nodelet implements (pkg/version).
@@ -127,7 +132,7 @@ func (m *Manager) Observe(pod *v1.Pod, rs *runtime.PodStatus, podIP string) {
 		}
 		inst, ok := pp.containers[name]
 		if !ok {
-			st, kinds := initial(t.spec, t.id)
+			st, kinds := m.initial(pod, t)
 			inst = &instance{spec: t.spec, state: st, workers: map[Kind]*worker{}}
 			pp.containers[name] = inst
 			m.startWorkers(pp, inst, kinds, t.startedAt, podIP)
@@ -141,6 +146,20 @@ func (m *Manager) Observe(pod *v1.Pod, rs *runtime.PodStatus, podIP string) {
 			}
 		}
 	}
+}
+
+// initial is the state of a newly observed container instance and the
+// probes to start: resumed from what the API reported when the instance was
+// already running before the manager started, else initial.
+func (m *Manager) initial(pod *v1.Pod, t target) (Container, []Kind) {
+	if m.opts.Reported != nil && t.startedAt.Before(m.begun) {
+		if st, kinds, ok := resumed(t.spec, t.id, m.opts.Reported(pod)); ok {
+			klog.V(2).InfoS("Probe state resumed from the API status", "pod", klog.KObj(pod), "container", t.spec.Name,
+				"started", st.Started, "ready", st.Ready)
+			return st, kinds
+		}
+	}
+	return initial(t.spec, t.id)
 }
 
 // startWorkers starts the probes kinds of inst. Called with m.mu held.

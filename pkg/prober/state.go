@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -81,6 +82,42 @@ func initial(c *v1.Container, id string) (Container, []Kind) {
 	st.Started = true
 	st.Ready = c.ReadinessProbe == nil
 	return st, afterStartup(c)
+}
+
+// resumed is initial for a container instance that already ran when this
+// nodelet started (adopted from an earlier nodelet or an upstream kubelet)
+// and that the API last reported as reported: the startup and readiness
+// results that agent established stand until this nodelet's own probes say
+// otherwise, so taking a node over does not flip a pod's readiness. Only the
+// same instance (container ID) is resumed; ok is false when reported does
+// not show it, or shows it neither started nor ready.
+func resumed(c *v1.Container, id string, reported []v1.ContainerStatus) (st Container, kinds []Kind, ok bool) {
+	for _, r := range reported {
+		if r.Name != c.Name || !sameContainerID(r.ContainerID, id) || r.State.Running == nil {
+			continue
+		}
+		started := c.StartupProbe == nil || (r.Started != nil && *r.Started)
+		if !started && !r.Ready {
+			return Container{}, nil, false
+		}
+		st = Container{ID: id, Started: started, Ready: started && r.Ready}
+		if !started {
+			return st, []Kind{Startup}, true
+		}
+		return st, afterStartup(c), true
+	}
+	return Container{}, nil, false
+}
+
+// sameContainerID: the API's "<runtime>://<id>" names the runtime's id.
+func sameContainerID(api, id string) bool {
+	if id == "" {
+		return false
+	}
+	if _, bare, ok := strings.Cut(api, "://"); ok {
+		api = bare
+	}
+	return api == id
 }
 
 // afterStartup lists the probes that run once the container started.

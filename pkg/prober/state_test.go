@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -199,5 +200,42 @@ func TestView(t *testing.T) {
 	var none View
 	if !none.Started("x", "y") || !none.Ready("x", "y") || none.Unhealthy("x", "y") != "" {
 		t.Error("a nil View must hold nothing back")
+	}
+}
+
+func TestResumed(t *testing.T) {
+	probe := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+	readiness := &v1.Container{Name: "c", ReadinessProbe: probe, LivenessProbe: probe}
+	startup := &v1.Container{Name: "c", ReadinessProbe: probe, StartupProbe: probe}
+	running := v1.ContainerState{Running: &v1.ContainerStateRunning{}}
+	yes, no := true, false
+	status := func(id string, ready bool, started *bool) []v1.ContainerStatus {
+		return []v1.ContainerStatus{{Name: "c", ContainerID: "containerd://" + id, Ready: ready, Started: started, State: running}}
+	}
+	for _, tc := range []struct {
+		name      string
+		c         *v1.Container
+		reported  []v1.ContainerStatus
+		ok        bool
+		want      Container
+		wantKinds []Kind
+	}{
+		{"ready in the API: stays ready, probes go on", readiness, status("abc", true, &yes), true,
+			Container{ID: "abc", Started: true, Ready: true}, []Kind{Readiness, Liveness}},
+		{"not ready in the API: started, not ready", readiness, status("abc", false, &yes), true,
+			Container{ID: "abc", Started: true}, []Kind{Readiness, Liveness}},
+		{"another instance: nothing resumed", readiness, status("old", true, &yes), false, Container{}, nil},
+		{"not in the API", readiness, nil, false, Container{}, nil},
+		{"not running in the API", readiness, []v1.ContainerStatus{{Name: "c", ContainerID: "containerd://abc", Ready: true}}, false, Container{}, nil},
+		{"startup probe passed before", startup, status("abc", true, &yes), true,
+			Container{ID: "abc", Started: true, Ready: true}, []Kind{Readiness}},
+		{"startup probe pending before", startup, status("abc", false, &no), false, Container{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, kinds, ok := resumed(tc.c, "abc", tc.reported)
+			if ok != tc.ok || st != tc.want || !slices.Equal(kinds, tc.wantKinds) {
+				t.Errorf("resumed = %+v %v %v, want %+v %v %v", st, kinds, ok, tc.want, tc.wantKinds, tc.ok)
+			}
+		})
 	}
 }

@@ -119,6 +119,23 @@ func (s *PodStatus) PodIP() string {
 	return ""
 }
 
+// PodIPs returns the IPs of the newest ready sandbox, the primary first
+// (the CRI's ip, then its additional_ips: a dual-stack pod's other family);
+// nil when none.
+func (s *PodStatus) PodIPs() []string {
+	sb := s.LatestSandbox()
+	if sb == nil || sb.State != SandboxStateReady {
+		return nil
+	}
+	if len(sb.IPs) > 0 {
+		return sb.IPs
+	}
+	if sb.IP != "" {
+		return []string{sb.IP}
+	}
+	return nil
+}
+
 // Pod is a pod as found in the runtime, for housekeeping and relisting: only
 // the identity and the IDs of what exists.
 type Pod struct {

@@ -24,6 +24,9 @@ type Input struct {
 	// and condition transition times carry over from it.
 	Previous *v1.PodStatus
 	HostIP   string
+	// HostIPs are the node's IPs, HostIP first: one of each family on a
+	// dual-stack node. Empty: HostIP alone.
+	HostIPs []string
 	// RuntimeName prefixes container IDs ("containerd://<id>").
 	RuntimeName string
 	Now         time.Time
@@ -58,21 +61,27 @@ func Generate(in Input) v1.PodStatus {
 		// observedGeneration, on the pod and on each of its conditions).
 		ObservedGeneration: pod.Generation,
 	}
-	if in.HostIP != "" {
-		s.HostIPs = []v1.HostIP{{IP: in.HostIP}}
+	hostIPs := in.HostIPs
+	if len(hostIPs) == 0 && in.HostIP != "" {
+		hostIPs = []string{in.HostIP}
+	}
+	for _, ip := range DualStack(hostIPs) {
+		s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip})
 	}
 	if in.Previous != nil && in.Previous.StartTime != nil {
 		s.StartTime = in.Previous.StartTime
 	} else {
 		s.StartTime = &now
 	}
-	ip := in.Runtime.PodIP()
+	podIPs := in.Runtime.PodIPs()
 	if pod.Spec.HostNetwork {
-		ip = in.HostIP
+		podIPs = hostIPs
 	}
-	if ip != "" {
-		s.PodIP = ip
-		s.PodIPs = []v1.PodIP{{IP: ip}}
+	for _, ip := range DualStack(podIPs) {
+		s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+	}
+	if len(s.PodIPs) > 0 {
+		s.PodIP = s.PodIPs[0].IP
 	}
 
 	s.InitContainerStatuses = containerStatuses(pod.Spec.InitContainers, true, in)

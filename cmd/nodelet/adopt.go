@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/config"
+	"github.com/nodelet/nodelet/pkg/pod"
+	"github.com/nodelet/nodelet/pkg/runtime/cri"
+)
+
+// sandboxLister is what staticAdoptions needs of the runtime.
+type sandboxLister interface {
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+}
+
+// staticAdoptions lists the ready sandboxes of static pods at start, so that
+// the file and URL sources adopt the identity under which another agent (the
+// upstream kubelet) runs them (config.Adoptions). A runtime that cannot list
+// them leaves nothing to adopt: nodelet then runs its static pods under its
+// own identities, as on a fresh node.
+func staticAdoptions(ctx context.Context, rt sandboxLister) *config.Adoptions {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ready := &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}
+	sandboxes, err := rt.ListPodSandbox(ctx, ready)
+	if err != nil {
+		klog.ErrorS(fmt.Errorf("list sandboxes: %w", err), "Static pods running under another agent's identity are not adopted")
+		return config.NewAdoptions(nil)
+	}
+	running := runningStatic(sandboxes)
+	if len(running) > 0 {
+		klog.InfoS("Static pods found running", "pods", len(running))
+	}
+	return config.NewAdoptions(running)
+}
+
+// runningStatic maps the static pods of ready sandboxes to the identity they
+// run under; of two sandboxes of one pod, the newest wins.
+func runningStatic(sandboxes []*runtimeapi.PodSandbox) map[config.AdoptKey]config.Running {
+	out := map[config.AdoptKey]config.Running{}
+	created := map[config.AdoptKey]int64{}
+	for _, sb := range sandboxes {
+		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		id, err := cri.ParseSandboxIdentity(sb.Labels, sb.Annotations)
+		if err != nil {
+			continue
+		}
+		source := sb.Annotations[pod.ConfigSourceAnnotationKey]
+		if source != pod.FileSource && source != pod.HTTPSource {
+			continue
+		}
+		key := config.AdoptKey{Source: source, Namespace: id.PodNamespace, Name: id.PodName}
+		if t, ok := created[key]; ok && t >= sb.CreatedAt {
+			continue
+		}
+		created[key] = sb.CreatedAt
+		out[key] = config.Running{UID: id.PodUID, Hash: sb.Annotations[pod.ConfigHashAnnotationKey]}
+	}
+	return out
+}
+
+// reportedStatuses returns the container statuses the API last showed for
+// p: its mirror pod's for a static pod, else the API pod's own, as the API
+// source last delivered it.
+func reportedStatuses(pods *pod.Manager, p *v1.Pod) []v1.ContainerStatus {
+	if pod.IsStatic(p) {
+		if m, ok := pods.MirrorPodOf(p); ok {
+			return m.Status.ContainerStatuses
+		}
+		return nil
+	}
+	if cur, ok := pods.PodByUID(p.UID); ok {
+		return cur.Status.ContainerStatuses
+	}
+	return p.Status.ContainerStatuses
+}
