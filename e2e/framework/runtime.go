@@ -88,6 +88,12 @@ func StartRuntime(t testing.TB) *Runtime {
 // when err is not nil, and must then be called; it is safe to call more than once. Feed a non-nil
 // err to RequireRealParts (or check errors.Is(err, ErrUnsupported)).
 func LaunchRuntime() (rt *Runtime, stop func() error, err error) {
+	return launchRuntime(nil)
+}
+
+// launchRuntime is LaunchRuntime with the scripts run under the command prefix wrap (nsenter into a
+// Host's namespaces); nil runs them here.
+func launchRuntime(wrap []string) (rt *Runtime, stop func() error, err error) {
 	if os.Geteuid() != 0 {
 		return nil, nil, fmt.Errorf("containerd needs root: %w", ErrUnsupported)
 	}
@@ -113,9 +119,9 @@ func LaunchRuntime() (rt *Runtime, stop func() error, err error) {
 			return nil
 		}
 		stopped = true
-		return runtimeDown(root, dir)
+		return runtimeDown(root, dir, wrap...)
 	}
-	rt, err = runtimeUp(dir)
+	rt, err = runtimeUp(dir, wrap...)
 	if err != nil {
 		return nil, stop, err
 	}
@@ -205,12 +211,12 @@ func (r *Runtime) BuildImage(archive string, args ...string) (string, error) {
 }
 
 // runtimeUp runs hack/runtime-up.sh on dir and describes the runtime it reports.
-func runtimeUp(dir string) (*Runtime, error) {
+func runtimeUp(dir string, wrap ...string) (*Runtime, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	out, err := runtimeRun(runtimeUpTimeout, root, nil, "bash", filepath.Join(root, "hack", "runtime-up.sh"), dir)
+	out, err := runtimeRunWrapped(runtimeUpTimeout, root, wrap, "bash", filepath.Join(root, "hack", "runtime-up.sh"), dir)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == runtimeExitEnv {
@@ -235,8 +241,8 @@ func runtimeUp(dir string) (*Runtime, error) {
 // runtimeDown runs hack/runtime-down.sh --purge on dir. Should the script itself fail to run, the
 // containerd recorded in the pid file is killed anyway: an orphaned containerd would outlive the
 // test binary and disturb every later test on the machine.
-func runtimeDown(root, dir string) error {
-	out, err := runtimeRun(runtimeDownTimeout, root, nil, "bash", filepath.Join(root, "hack", "runtime-down.sh"), "--purge", dir)
+func runtimeDown(root, dir string, wrap ...string) error {
+	out, err := runtimeRunWrapped(runtimeDownTimeout, root, wrap, "bash", filepath.Join(root, "hack", "runtime-down.sh"), "--purge", dir)
 	if err == nil {
 		return nil
 	}
@@ -324,6 +330,15 @@ func runtimeIsNodeletMod(gomod []byte) bool {
 		}
 	}
 	return false
+}
+
+// runtimeRunWrapped is runtimeRun of wrap + name + args.
+func runtimeRunWrapped(timeout time.Duration, dir string, wrap []string, name string, args ...string) (string, error) {
+	if len(wrap) > 0 {
+		args = append(append(append([]string{}, wrap[1:]...), name), args...)
+		name = wrap[0]
+	}
+	return runtimeRun(timeout, dir, nil, name, args...)
 }
 
 // runtimeRun runs a command with a deadline and returns its combined output.
