@@ -22,8 +22,8 @@ import (
 
 // Host is one kubeadm node of a test: a private mount namespace (and, for a second node, a private
 // network namespace) held open by a `sleep` process, in which kubeadm, the node's containerd and
-// nodelet run. kubeadm's fixed paths (/etc/kubernetes, /var/lib/kubelet, /var/lib/etcd) are
-// host-global, so /etc and /var/lib are overlays there whose upper layers live in the test's temp
+// nodelet run. kubeadm's fixed paths (/etc/kubernetes, /var/lib/kubelet, /var/lib/etcd, and host
+// paths of its static pods under /usr) are host-global, so /etc, /var/lib and /usr are overlays there whose upper layers live in the test's temp
 // dir: the host's own files are read through them, nothing kubeadm writes reaches the host, and
 // all of it is gone when the namespace's last process exits, even after a failed or killed test.
 type Host struct {
@@ -80,7 +80,9 @@ func StartHost(t testing.TB, name string, netns bool) *Host {
 		return err == nil && ns != self && strings.TrimSpace(string(comm)) == "sleep", fmt.Sprintf("ns %s err %v", ns, err)
 	})
 	var script strings.Builder
-	for _, d := range []string{"/etc", "/var/lib"} {
+	// /usr too: kubeadm's controller-manager manifest has DirectoryOrCreate host paths under
+	// /usr/libexec/kubernetes and /usr/local/share/ca-certificates.
+	for _, d := range []string{"/etc", "/var/lib", "/usr"} {
 		base := filepath.Join(dir, strings.ReplaceAll(strings.Trim(d, "/"), "/", "-"))
 		fmt.Fprintf(&script, "mkdir -p %[1]s-upper %[1]s-work && mount -t overlay overlay -o lowerdir=%[2]s,upperdir=%[1]s-upper,workdir=%[1]s-work %[2]s && ", base, d)
 	}
