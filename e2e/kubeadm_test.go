@@ -139,7 +139,8 @@ func TestKubeadm(t *testing.T) {
 		"--v", "1")
 	for _, want := range []string{
 		"[kubelet-check] The kubelet is healthy",
-		"[kubelet-finalize]",
+		// Printed only when it found kubelet-client-current.pem.
+		"[kubelet-finalize] Updating \"/etc/kubernetes/kubelet.conf\" to point to a rotatable kubelet client certificate",
 		"Your Kubernetes control-plane has initialized successfully",
 	} {
 		if !strings.Contains(out, want) {
@@ -166,6 +167,10 @@ func TestKubeadm(t *testing.T) {
 		t.Errorf("kubelet.conf does not use kubelet-client-current.pem after kubelet-finalize:\n%s", conf)
 	}
 
+	// kubelet-finalize restarts the kubelet (`systemctl restart kubelet`; there is no systemd here):
+	// nodelet comes back with the credential from the file kubelet.conf now names.
+	cp.kubelet.Stop()
+	cp.kubelet.Start()
 	kubeadmNodeReady(t, kubectl, kubeadmCPName)
 	// The four static pods, mirrored and running.
 	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
