@@ -78,7 +78,10 @@ func newKubeadmNode(t *testing.T, env kubeadmEnv, name string, netns bool, setup
 		setup(h)
 	}
 	rt := h.StartRuntime()
-	kubeadmImages(t, rt)
+	if !netns {
+		// The control-plane node; a worker runs no control-plane image.
+		kubeadmImages(t, rt)
+	}
 	return &kubeadmNode{name: name, host: h, rt: rt, kubelet: h.NewKubelet(env.nodelet)}
 }
 
