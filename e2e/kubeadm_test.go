@@ -70,16 +70,14 @@ type kubeadmNode struct {
 	kubelet *framework.Kubelet
 }
 
-// newKubeadmNode prepares a node; setup, if not nil, runs on its host before the runtime starts.
-func newKubeadmNode(t *testing.T, env kubeadmEnv, name string, netns bool, setup func(*framework.Host)) *kubeadmNode {
+// newKubeadmNode prepares a node in its own mount and network namespaces; link connects its
+// network before the runtime starts. Only a control-plane node gets the control-plane images.
+func newKubeadmNode(t *testing.T, env kubeadmEnv, name string, controlPlane bool, link func(*framework.Host)) *kubeadmNode {
 	t.Helper()
-	h := framework.StartHost(t, name, netns)
-	if setup != nil {
-		setup(h)
-	}
+	h := framework.StartHost(t, name, true)
+	link(h)
 	rt := h.StartRuntime()
-	if !netns {
-		// The control-plane node; a worker runs no control-plane image.
+	if controlPlane {
 		kubeadmImages(t, rt)
 	}
 	return &kubeadmNode{name: name, host: h, rt: rt, kubelet: h.NewKubelet(env.nodelet)}
@@ -122,14 +120,20 @@ func kubeadmRun(t *testing.T, env kubeadmEnv, n *kubeadmNode, timeout time.Durat
 // kubeadm's systemd drop-in starts one, against the node's own containerd. Every phase of init must
 // complete, kubelet-finalize included; nodelet must run the control plane kubeadm writes as static
 // pods, register, mirror them and go Ready; a pod must run, with kubectl logs and exec working
-// through the node API. Then `kubeadm reset -f` must clean up. The whole node lives in a private
-// mount namespace whose /etc and /var/lib are overlays (framework.Host), so kubeadm's fixed paths
-// never touch the host's; it uses the well-known ports (6443, 2379/2380, 10250, 10248, 10257,
-// 10259) of the host's network, which no other test of this project binds.
+// through the node API. A second nodelet node joins with a bootstrap token (kubeadmJoin). Then
+// `kubeadm reset -f` must clean up both. Each node lives in private mount and network namespaces
+// (framework.Host): its /etc, /var/lib and /usr are overlays, so kubeadm's fixed paths never touch
+// the machine's, and its well-known ports (6443, 2379/2380, 10248, 10250, 10257, 10259) are its
+// own. The control-plane node is linked to the machine by a veth pair (the test's kubectl reaches
+// the API server through it), the worker to the control-plane node.
 // kubeadm's two addon phases are skipped (kubeadmSkipPhases says why).
 func TestKubeadm(t *testing.T) {
 	env := kubeadmSetup(t)
-	cp := newKubeadmNode(t, env, "cp", false, nil)
+	// A /30 per link and test process, so parallel runs on one machine do not collide.
+	third := os.Getpid()%100*2 + 20
+	cp := newKubeadmNode(t, env, "cp", true, func(h *framework.Host) {
+		h.Link(nil, fmt.Sprintf("nlkadm%d", third), fmt.Sprintf("10.111.%d.1", third), fmt.Sprintf("10.111.%d.2", third))
+	})
 
 	out := kubeadmRun(t, env, cp, 10*time.Minute, "init",
 		"--kubernetes-version", kubeadmVersion,
@@ -190,7 +194,7 @@ func TestKubeadm(t *testing.T) {
 
 	var worker *kubeadmNode
 	t.Run("join", func(t *testing.T) {
-		worker = kubeadmJoin(t, env, cp, kubectl)
+		worker = kubeadmJoin(t, env, cp, kubectl, third+1)
 	})
 
 	if worker != nil {
@@ -228,13 +232,11 @@ func kubeadmReset(t *testing.T, env kubeadmEnv, n *kubeadmNode) {
 // kubeadmJoin joins a second nodelet node to cp's cluster with a bootstrap token: its own
 // namespaces (network too, linked to the machine by a veth pair), containerd and root dir. It goes
 // Ready; a Deployment with one pod per node runs on both; kubectl logs and exec work on both.
-func kubeadmJoin(t *testing.T, env kubeadmEnv, cp *kubeadmNode, kubectl func(...string) (string, error)) *kubeadmNode {
+func kubeadmJoin(t *testing.T, env kubeadmEnv, cp *kubeadmNode, kubectl func(...string) (string, error), third int) *kubeadmNode {
 	const name = "kadm-w1"
-	// A /30 per test process, so parallel runs on one machine do not collide.
-	third := os.Getpid()%200 + 20
-	hostIP, nodeIP := fmt.Sprintf("10.111.%d.1", third), fmt.Sprintf("10.111.%d.2", third)
-	w := newKubeadmNode(t, env, "w1", true, func(h *framework.Host) {
-		h.ConnectToHost(fmt.Sprintf("nlkadm%d", third), hostIP, nodeIP)
+	cpIP, nodeIP := fmt.Sprintf("10.111.%d.1", third), fmt.Sprintf("10.111.%d.2", third)
+	w := newKubeadmNode(t, env, "w1", false, func(h *framework.Host) {
+		h.Link(cp.host, "eth1", cpIP, nodeIP)
 	})
 
 	join, err := cp.host.Run(time.Minute, env.kubeadm, "token", "create", "--print-join-command")

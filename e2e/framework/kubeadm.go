@@ -132,28 +132,30 @@ func (h *Host) Wrap() []string {
 	return append(w, "--")
 }
 
-// ConnectToHost links a host with its own network namespace to the machine's: a veth pair with
-// hostIP/30 on the machine's side and nodeIP/30 on the node's (eth0), and the node's default route
-// through it, so the node reaches the machine's addresses (the first node's API server) and the
-// machine reaches the node (the API server dialing its kubelet port). The pair goes away with the
-// namespace.
-func (h *Host) ConnectToHost(link, hostIP, nodeIP string) {
+// Link connects a host with its own network namespace to peer's network (nil: the machine's): a
+// veth pair with peerIP/30 on peer's side (named link there) and nodeIP/30 on this host's (eth0),
+// and this host's default route through it. Through it the host reaches every address of peer
+// (another node's API server) and peer reaches the host (the API server dialing its kubelet port).
+// The pair goes away with the namespace.
+func (h *Host) Link(peer *Host, link, peerIP, nodeIP string) {
 	h.t.Helper()
-	steps := [][]string{
-		{"ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", fmt.Sprint(h.Pid)},
-		{"ip", "addr", "add", hostIP + "/30", "dev", link},
-		{"ip", "link", "set", link, "up"},
+	var wrap []string
+	if peer != nil {
+		wrap = []string{"nsenter", "-t", fmt.Sprint(peer.Pid), "-n", "--"}
 	}
-	for _, s := range steps {
-		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
-			h.t.Fatalf("%s: %v\n%s", strings.Join(s, " "), err, out)
-		}
+	peerScript := fmt.Sprintf("ip link add %s type veth peer name eth0 netns %d && ip addr add %s/30 dev %s && ip link set %s up",
+		link, h.Pid, peerIP, link, link)
+	args := append(wrap, "sh", "-c", peerScript)
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		h.t.Fatalf("%s: %v\n%s", peerScript, err, out)
 	}
-	script := fmt.Sprintf("ip addr add %s/30 dev eth0 && ip link set eth0 up && ip route add default via %s", nodeIP, hostIP)
+	if peer == nil {
+		h.t.Cleanup(func() { _ = exec.Command("ip", "link", "del", link).Run() })
+	}
+	script := fmt.Sprintf("ip addr add %s/30 dev eth0 && ip link set eth0 up && ip route add default via %s", nodeIP, peerIP)
 	if out, err := h.Run(time.Minute, "sh", "-c", script); err != nil {
 		h.t.Fatalf("node side of %s: %v\n%s", link, err, out)
 	}
-	h.t.Cleanup(func() { _ = exec.Command("ip", "link", "del", link).Run() })
 }
 
 // StartRuntime starts a private containerd inside the host's namespaces (hack/runtime-up.sh), so
