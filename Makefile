@@ -1,7 +1,7 @@
 # Entry points. Scripts under hack/ do the work; see README.md.
 STATE ?= $(CURDIR)/_state
 
-.PHONY: build run test unit e2e faults soak bench runtime-up runtime-down tools cluster-up cluster-down fuzz conformance conformance-report
+.PHONY: build run test unit e2e faults soak kubeadm-test bench runtime-up runtime-down tools cluster-up cluster-down fuzz conformance conformance-report
 
 build:
 	go build -o _output/bin/nodelet ./cmd/nodelet
@@ -28,6 +28,10 @@ faults:
 # The 30-minute churn soak with leak accounting (CI runs a short form); see docs/RELIABILITY.md.
 soak:
 	NODELET_SOAK_FULL=1 bash hack/test.sh soak
+
+# kubeadm init, join and reset with nodelet as the kubelet (e2e/kubeadm_test.go); see docs/CLUSTER.md.
+kubeadm-test:
+	bash hack/test.sh kubeadm
 
 bench:
 	bash hack/bench.sh

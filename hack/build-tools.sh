@@ -3,11 +3,12 @@
 #   kube-apiserver, etcd, kubelet (upstream v1.37.2, for side-by-side benchmarks), and for the
 #   node conformance harness (hack/conformance.sh): kube-controller-manager, kube-scheduler,
 #   e2e.test (the upstream e2e suite), ginkgo (the CLI at the version the module requires)
-#   and agnhost (the suite's Swiss-army test image binary).
+#   and agnhost (the suite's Swiss-army test image binary); kubeadm for the kubeadm end-to-end
+#   test (e2e/kubeadm_test.go, hack/kubeadm-images.sh).
 # Usage: hack/build-tools.sh [OUT_DIR]      (default: _output/tools/bin)
 #        TOOLS="etcd kube-apiserver" hack/build-tools.sh   builds only those
 #        (known: etcd kube-apiserver kubelet kubectl kube-controller-manager kube-scheduler
-#        e2e.test ginkgo agnhost nnp; default: etcd kube-apiserver kubelet).
+#        e2e.test ginkgo agnhost nnp kubeadm; default: etcd kube-apiserver kubelet).
 # Only binaries that are missing or stale are built. Staleness = a stamp next to each
 # binary holding the hash of tools/go.mod + tools/go.sum + the Go version + this script's
 # build flags, so a second run is instant. The Go build cache (~/.cache/go-build) makes a
@@ -44,6 +45,7 @@ declare -A PKG=(
   [ginkgo]="github.com/onsi/ginkgo/v2/ginkgo"
   [agnhost]="k8s.io/kubernetes/test/images/agnhost"
   [nnp]="k8s.io/kubernetes/test/images/nonewprivs" # the nonewprivs image's setuid program
+  [kubeadm]="k8s.io/kubernetes/cmd/kubeadm"
 )
 ORDER=(etcd kube-apiserver kubelet)
 WANT=(${TOOLS:-${ORDER[@]}})

@@ -8,6 +8,7 @@
 #   bash hack/test.sh soak     # the churn soak only (NODELET_SOAK_FULL=1: 30 minutes, as make soak)
 #   bash hack/test.sh e2e      # end-to-end only
 #   bash hack/test.sh conformance  # the node conformance smoke subset only (hack/conformance-smoke.txt)
+#   bash hack/test.sh kubeadm  # kubeadm init/join/reset with nodelet as the kubelet only (e2e/kubeadm_test.go)
 # Under CI=true an end-to-end test that cannot find its real parts fails instead of skipping.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -27,6 +28,9 @@ fuzz() {
   FUZZTIME="${FUZZTIME:-10s}" bash hack/fuzz.sh
 }
 
+# What e2e/kubeadm_test.go runs: kubeadm and the control plane it runs as static pods.
+KUBEADM_TOOLS="etcd kube-apiserver kube-controller-manager kube-scheduler kubeadm"
+
 e2e() {
   require_root
   # docker-registry, skopeo and apache2-utils (htpasswd): the image pull credentials test's registry.
@@ -44,8 +48,8 @@ e2e() {
   # The cluster tests need kube-apiserver and etcd from the tools module. Built here rather than inside a
   # test so the cold build (minutes) is not charged to a test's timeout; a warm Go build cache makes it a
   # link step, and an up-to-date binary is not touched.
-  log "building the test cluster's tools (kube-apiserver, etcd)"
-  TOOLS="etcd kube-apiserver" bash hack/build-tools.sh
+  log "building the test cluster's tools (kube-apiserver, etcd; kubeadm and the rest of its control plane)"
+  TOOLS="$KUBEADM_TOOLS" bash hack/build-tools.sh
   log "end-to-end tests"
   go test -tags e2e -count=1 -p 1 -timeout 50m ./e2e/... ./cmd/...
 }
@@ -53,10 +57,10 @@ e2e() {
 # The fault suite (e2e/faults_test.go) or the churn soak (e2e/soak_test.go) alone; `all` runs both in
 # their short forms with the other e2e tests.
 only_e2e() {
-  local what="$1" pattern="$2"
+  local what="$1" pattern="$2" tools="${3:-etcd kube-apiserver}"
   require_root
   ensure_packages containerd runc containernetworking-plugins busybox-static iptables
-  TOOLS="etcd kube-apiserver" bash hack/build-tools.sh
+  TOOLS="$tools" bash hack/build-tools.sh
   local out rc=0
   out="$(mktemp "/tmp/nodelet-$what-XXXXXX.log")"
   go test -tags e2e -count=1 -p 1 -timeout 90m -run "$pattern" -v ./e2e/ >"$out" 2>&1 || rc=$?
@@ -80,9 +84,10 @@ case "$what" in
   fuzz) fuzz ;;
   faults) only_e2e faults '^TestFault' ;;
   soak) only_e2e soak '^TestSoak' ;;
+  kubeadm) only_e2e kubeadm '^TestKubeadm' "$KUBEADM_TOOLS" ;;
   e2e) e2e ;;
   conformance) conformance ;;
   all) unit; fuzz; e2e; conformance ;;
-  *) die "usage: $0 [unit|fuzz|e2e|faults|soak|conformance|all]" ;;
+  *) die "usage: $0 [unit|fuzz|e2e|faults|soak|kubeadm|conformance|all]" ;;
 esac
 log "all tests passed"

@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package tools pins the versions of the binaries that the test harness builds:
-// etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the upstream
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubeadm, the upstream
 // kubelet (for side-by-side benchmarks and conformance), and the node conformance suite
 // (e2e.test, the ginkgo CLI and the agnhost test image). Build them with
 // hack/build-tools.sh. The product module never imports this.
@@ -11,6 +11,7 @@ import (
 	_ "github.com/onsi/ginkgo/v2/ginkgo"
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubeadm"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"

@@ -106,7 +106,9 @@ func LaunchRuntime() (rt *Runtime, stop func() error, err error) {
 	return launchRuntime(nil)
 }
 
-func launchRuntime(prepare func(stateDir string) error) (rt *Runtime, stop func() error, err error) {
+// launchRuntime is LaunchRuntime with prepare run on the state dir first (nil: nothing) and the
+// scripts run under the command prefix wrap (nsenter into a Host's namespaces; nil runs them here).
+func launchRuntime(prepare func(stateDir string) error, wrap ...string) (rt *Runtime, stop func() error, err error) {
 	if os.Geteuid() != 0 {
 		return nil, nil, fmt.Errorf("containerd needs root: %w", ErrUnsupported)
 	}
@@ -132,14 +134,14 @@ func launchRuntime(prepare func(stateDir string) error) (rt *Runtime, stop func(
 			return nil
 		}
 		stopped = true
-		return runtimeDown(root, dir)
+		return runtimeDown(root, dir, wrap...)
 	}
 	if prepare != nil {
 		if err := prepare(dir); err != nil {
 			return nil, stop, fmt.Errorf("prepare runtime state dir %s: %w", dir, err)
 		}
 	}
-	rt, err = runtimeUp(dir)
+	rt, err = runtimeUp(dir, wrap...)
 	if err != nil {
 		return nil, stop, err
 	}
@@ -229,12 +231,12 @@ func (r *Runtime) BuildImage(archive string, args ...string) (string, error) {
 }
 
 // runtimeUp runs hack/runtime-up.sh on dir and describes the runtime it reports.
-func runtimeUp(dir string) (*Runtime, error) {
+func runtimeUp(dir string, wrap ...string) (*Runtime, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	out, err := runtimeRun(runtimeUpTimeout, root, nil, "bash", filepath.Join(root, "hack", "runtime-up.sh"), dir)
+	out, err := runtimeRunWrapped(runtimeUpTimeout, root, wrap, "bash", filepath.Join(root, "hack", "runtime-up.sh"), dir)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == runtimeExitEnv {
@@ -259,8 +261,8 @@ func runtimeUp(dir string) (*Runtime, error) {
 // runtimeDown runs hack/runtime-down.sh --purge on dir. Should the script itself fail to run, the
 // containerd recorded in the pid file is killed anyway: an orphaned containerd would outlive the
 // test binary and disturb every later test on the machine.
-func runtimeDown(root, dir string) error {
-	out, err := runtimeRun(runtimeDownTimeout, root, nil, "bash", filepath.Join(root, "hack", "runtime-down.sh"), "--purge", dir)
+func runtimeDown(root, dir string, wrap ...string) error {
+	out, err := runtimeRunWrapped(runtimeDownTimeout, root, wrap, "bash", filepath.Join(root, "hack", "runtime-down.sh"), "--purge", dir)
 	if err == nil {
 		return nil
 	}
@@ -348,6 +350,15 @@ func runtimeIsNodeletMod(gomod []byte) bool {
 		}
 	}
 	return false
+}
+
+// runtimeRunWrapped is runtimeRun of wrap + name + args.
+func runtimeRunWrapped(timeout time.Duration, dir string, wrap []string, name string, args ...string) (string, error) {
+	if len(wrap) > 0 {
+		args = append(append(append([]string{}, wrap[1:]...), name), args...)
+		name = wrap[0]
+	}
+	return runtimeRun(timeout, dir, nil, name, args...)
 }
 
 // runtimeRun runs a command with a deadline and returns its combined output.
