@@ -307,11 +307,11 @@ func (k *Kubelet) Log() string {
 
 // Kubeadm is a running kubeadm command whose output is watched line by line.
 type Kubeadm struct {
-	cmd    *exec.Cmd
-	done   chan struct{}
-	err    error // set before done is closed
-	mu     sync.Mutex
-	out    strings.Builder
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // set before done is closed
+	mu   sync.Mutex
+	out  strings.Builder
 }
 
 // StartKubeadm runs kubeadm with args inside the host; its output goes to log too. kubelet is put
