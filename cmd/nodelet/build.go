@@ -98,8 +98,13 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	// Other goroutines (probes, the volume refresher) reach the sync loop
 	// only through wakeups.
 	wakeups := agent.NewWakeups()
+	adoptions, runningStatic := staticAdoptions(ctx, client)
+	var mirrorsAtStart map[string][]v1.ContainerStatus
+	if cl != nil && runningStatic > 0 {
+		mirrorsAtStart = startupMirrorStatuses(ctx, cl.client.Pods(""), nodeName)
+	}
 	probes := prober.New(prober.Options{Exec: client, Recorder: recorder, OnChange: wakeups.ProbeChanged,
-		Reported: func(p *v1.Pod) []v1.ContainerStatus { return reportedStatuses(pods, p) }})
+		Reported: func(p *v1.Pod) []v1.ContainerStatus { return reportedStatuses(pods, mirrorsAtStart, p) }})
 	add(component{"prober", probes.Run})
 
 	features := securityFeatures(ctx, client)
@@ -144,7 +149,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	merger := config.NewMerger(config.Incremental)
 	add(component{"config merger", merger.Run})
 	reporter := config.WithReporter(manifestReporter{recorder: recorder, node: nodeRef})
-	adopt := config.WithAdoptions(staticAdoptions(ctx, client))
+	adopt := config.WithAdoptions(adoptions)
 	sources := 0
 	if opts.StaticPodPath != "" {
 		src := config.NewFileSource(opts.StaticPodPath, nodeName, opts.FileCheckFrequency, merger.Channel(pod.FileSource), reporter, adopt)
