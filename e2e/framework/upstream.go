@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nodelet/nodelet/internal/poll"
+	"github.com/nodelet/nodelet/internal/upstreamkubelet"
 )
 
 // upstreamHostDir is created by the upstream kubelet whatever its --root-dir
@@ -63,32 +64,20 @@ func NewUpstreamKubelet(t testing.TB, n *Nodelet, rt *Runtime, c *Cluster, nodeI
 	u := &UpstreamKubelet{t: t, Bin: UpstreamKubeletBinary(t), healthz: FreePort(t)}
 	dir := t.TempDir()
 	u.LogFile = filepath.Join(dir, "kubelet.log")
-	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-staticPodPath: %s
-podLogsDir: %s
-containerRuntimeEndpoint: %s
-address: 127.0.0.1
-port: %d
-readOnlyPort: %d
-healthzBindAddress: 127.0.0.1
-healthzPort: %d
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: false}
-  x509: {clientCAFile: %s}
-authorization: {mode: AlwaysAllow}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
-`, n.ManifestDir, n.LogDir, rt.Endpoint, FreePort(t), n.ReadOnlyPort, u.healthz, c.CAFile)
+	cfg, err := upstreamkubelet.Config{
+		StaticPodPath: n.ManifestDir, PodLogsDir: n.LogDir, RuntimeEndpoint: rt.Endpoint,
+		Port: FreePort(t), ReadOnlyPort: n.ReadOnlyPort, HealthzPort: u.healthz, ClientCAFile: c.CAFile,
+		// Image GC and eviction off: the tests' pods are what they watch.
+		Extra: map[string]any{
+			"imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
+			"evictionHard": map[string]string{"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+		},
+	}.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, "kubelet-config.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	u.Args = []string{"--config", path, "--kubeconfig", c.NodeKubeconfig,

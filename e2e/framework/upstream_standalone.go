@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/nodelet/nodelet/internal/upstreamkubelet"
 )
 
 // The upstream kubelet as a reference on the same tests: run in a Nodelet's
@@ -37,29 +39,15 @@ func NewStandaloneUpstreamKubelet(t testing.TB, rt *Runtime) *Nodelet {
 		t.Fatal(err)
 	}
 	n := NewNodelet(t, rt)
-	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-staticPodPath: %s
-podLogsDir: %s
-address: 127.0.0.1
-port: %d
-readOnlyPort: %d
-healthzBindAddress: 127.0.0.1
-healthzPort: %d
-containerRuntimeEndpoint: %s
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: false}
-authorization:
-  mode: AlwaysAllow
-`, n.ManifestDir, n.LogDir, n.APIPort, n.ReadOnlyPort, n.HealthzPort, rt.Endpoint)
+	cfg, err := upstreamkubelet.Config{
+		StaticPodPath: n.ManifestDir, PodLogsDir: n.LogDir, RuntimeEndpoint: rt.Endpoint,
+		Port: n.APIPort, ReadOnlyPort: n.ReadOnlyPort, HealthzPort: n.HealthzPort,
+	}.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(filepath.Dir(n.RootDir), "kubelet-config.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n.Bin = bin

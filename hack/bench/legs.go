@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nodelet/nodelet/internal/upstreamkubelet"
 )
 
 // leg drives one subject through the benchmark.
@@ -180,28 +182,15 @@ func upstreamArgv(bin, endpoint, nodeName string, readOnlyPort int) func(a *agen
 		if err != nil {
 			return nil, err
 		}
-		cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-staticPodPath: %s
-address: 127.0.0.1
-port: %d
-readOnlyPort: %d
-healthzBindAddress: 127.0.0.1
-healthzPort: %d
-containerRuntimeEndpoint: %s
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: false}
-authorization:
-  mode: AlwaysAllow
-`, a.manifestDir, port, readOnlyPort, healthz, endpointURL(endpoint))
+		cfg, err := upstreamkubelet.Config{
+			StaticPodPath: a.manifestDir, RuntimeEndpoint: endpointURL(endpoint),
+			Port: port, ReadOnlyPort: readOnlyPort, HealthzPort: healthz,
+		}.YAML()
+		if err != nil {
+			return nil, err
+		}
 		path := filepath.Join(filepath.Dir(a.rootDir), "kubelet-config.yaml")
-		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		if err := os.WriteFile(path, cfg, 0o644); err != nil {
 			return nil, err
 		}
 		// --cert-dir defaults to /var/lib/kubelet/pki whatever --root-dir says.
