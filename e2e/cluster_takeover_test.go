@@ -170,6 +170,12 @@ func flickers(p *v1.Pod, want podSnap) []string {
 	return out
 }
 
+// readinessFlicker: f (from flickers) is about the Ready or ContainersReady
+// condition only.
+func readinessFlicker(f string) bool {
+	return strings.HasSuffix(f, string(v1.PodReady)+" not True") || strings.HasSuffix(f, string(v1.ContainersReady)+" not True")
+}
+
 // flickerWatch records every flicker of the watched pods in watch events.
 type flickerWatch struct {
 	mu      sync.Mutex
@@ -260,7 +266,7 @@ func TestClusterTakeoverFromUpstream(t *testing.T) {
 	t.Logf("upstream kubelet runs %d pods (%d static, %d API)", len(all), len(static), len(api))
 
 	t.Run("upstream to nodelet", func(t *testing.T) {
-		takeover(t, admin, client, snaps, rv, up.Stop, n.Start, n)
+		takeover(t, admin, client, snaps, rv, up.Stop, n.Start, n, false)
 	})
 	if t.Failed() {
 		return
@@ -275,13 +281,18 @@ func TestClusterTakeoverFromUpstream(t *testing.T) {
 	}
 	snaps, rv = takeoverWaitAll(t, admin, client, all, snaps, 30*time.Second, "before the swap back")
 	t.Run("nodelet to upstream", func(t *testing.T) {
-		takeover(t, admin, client, snaps, rv, n.Stop, up.Start, n)
+		takeover(t, admin, client, snaps, rv, n.Stop, up.Start, n, true)
 	})
 }
 
 // takeover stops the old agent, starts the new one, and checks that it took
-// every pod of want over without flicker.
-func takeover(t *testing.T, admin kubernetes.Interface, client *cri.Client, want map[string]podSnap, rv string, stopOld, startNew func(), n *framework.Nodelet) {
+// every pod of want over without flicker. upstreamReadiness: the new agent
+// is the upstream kubelet, whose own prober may report a probed pod not
+// ready until its first probe: those readiness flickers are its behaviour,
+// not something nodelet left behind, and are counted, not failed; what
+// nodelet must leave right (no container restarted or re-created, the same
+// pod UIDs, IPs and emptyDir content) is checked all the same.
+func takeover(t *testing.T, admin kubernetes.Interface, client *cri.Client, want map[string]podSnap, rv string, stopOld, startNew func(), n *framework.Nodelet, upstreamReadiness bool) {
 	fw := watchFlickers(t, admin, rv, want)
 	begin := time.Now()
 	stopOld()
@@ -324,8 +335,16 @@ func takeover(t *testing.T, admin kubernetes.Interface, client *cri.Client, want
 		len(want), took.Round(time.Millisecond), stopped.Round(time.Millisecond))
 	time.Sleep(takeoverSettle)
 	seen, updates := fw.result()
+	var readiness []string
 	for _, f := range seen {
+		if upstreamReadiness && readinessFlicker(f) {
+			readiness = append(readiness, f)
+			continue
+		}
 		t.Errorf("flicker: %s", f)
+	}
+	if len(readiness) > 0 {
+		t.Logf("MEASURE the upstream kubelet's own readiness flickers after it took over (its prober, not nodelet's doing): %d: %v", len(readiness), readiness)
 	}
 	t.Logf("pod watch events during the swap and %s after: %v", takeoverSettle, updates)
 
@@ -400,7 +419,8 @@ func takeoverToken(t *testing.T, client *cri.Client, p *v1.Pod) string {
 	}
 	_, id, _ := strings.Cut(cs.ContainerID, "://")
 	var out string
-	poll.Until(t, 10*time.Second, 100*time.Millisecond, p.Name+": read its emptyDir token", func() (bool, string) {
+	// Generous: an exec on a loaded 2-core machine has taken seconds.
+	poll.Until(t, time.Minute, 200*time.Millisecond, p.Name+": read its emptyDir token", func() (bool, string) {
 		r, err := client.ExecSync(context.Background(), id, []string{"cat", "/data/token"}, 5*time.Second)
 		if err != nil || r.ExitCode != 0 {
 			return false, fmt.Sprintf("%v %+v", err, r)

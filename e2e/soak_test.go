@@ -165,12 +165,7 @@ func TestSoakChurn(t *testing.T) {
 	t.Cleanup(func() {
 		// The whole log, for a leak's history; the framework shows its tail.
 		if t.Failed() {
-			if b, err := os.ReadFile(n.LogFile); err == nil {
-				keep := filepath.Join(os.TempDir(), "nodelet-soak-failed.log")
-				if os.WriteFile(keep, b, 0o644) == nil {
-					t.Logf("nodelet's whole log: %s", keep)
-				}
-			}
+			keepFailedSoakLog(t, n, size.form)
 		}
 	})
 	cpWaitNode(t, admin)
@@ -196,15 +191,20 @@ func TestSoakChurn(t *testing.T) {
 		static bool
 	}
 	var alive []live
+	td := newTeardowns()
 	remove := func(l live) {
 		if l.static {
 			n.RemoveManifest(l.name + ".yaml")
 			return
 		}
+		td.deleting(l.name)
 		if err := admin.CoreV1().Pods("default").Delete(ctx, l.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("delete %s: %v", l.name, err)
 		}
 	}
+	// At most a fifth of the window may still be tearing down when the
+	// next pod comes: "at most window pods at once" holds within that.
+	slack := max(size.window/5, 2)
 	pace := size.duration / time.Duration(size.pods)
 	tick := time.NewTicker(pace)
 	defer tick.Stop()
@@ -219,6 +219,13 @@ func TestSoakChurn(t *testing.T) {
 	}()
 	created := 0
 	for ; time.Since(start) < size.duration; <-tick.C {
+		if pending, err := td.pending(ctx, admin); err != nil {
+			t.Fatalf("list soak pods: %v", err)
+		} else if pending > slack {
+			td.heldBack += pace
+			curve.maybe(t, n, start, created, len(alive)+pending)
+			continue
+		}
 		name := fmt.Sprintf("soak-%04d", created)
 		l := live{name: name, static: created%5 == 4}
 		if l.static {
@@ -251,6 +258,7 @@ func TestSoakChurn(t *testing.T) {
 		remove(l)
 	}
 	t.Logf("MEASURE soak: %d pods created in %s, at most %d at once", created, time.Since(start).Round(time.Second), size.window)
+	t.Logf("MEASURE soak: %s", td.summary())
 
 	curve.add(t, n, start, created, 0)
 	poll.Until(t, 5*time.Minute, time.Second, "every soak pod gone from the API and the runtime", func() (bool, string) {
@@ -266,7 +274,8 @@ func TestSoakChurn(t *testing.T) {
 		for _, sb := range sbs {
 			left = append(left, fmt.Sprintf("%s (%s)", sb.GetMetadata().GetName(), sb.State))
 		}
-		return len(list.Items) == 0 && len(sbs) == 0, fmt.Sprintf("%d API pods, sandboxes %v", len(list.Items), left)
+		td.observe(list.Items)
+		return len(list.Items) == 0 && len(sbs) == 0, fmt.Sprintf("%d API pods %s, sandboxes %v", len(list.Items), leftPods(list.Items), left)
 	})
 	poll.Until(t, 5*time.Minute, time.Second, "nothing left of the pods on the node", func() (bool, string) {
 		var left []string
@@ -301,10 +310,10 @@ func TestSoakChurn(t *testing.T) {
 	}
 	curve.write(t, size.form, fmt.Sprintf("soak %s form, %s: %d pods in %s, at most %d at once\n"+
 		"before any pod: %d goroutines, %d fds, RSS %d KiB\nafter the first %d pods: %d goroutines, %d fds, RSS %d KiB\n"+
-		"after every pod went: %d goroutines, %d fds, RSS %d KiB (%.2fx the RSS after the first window)\n",
+		"after every pod went: %d goroutines, %d fds, RSS %d KiB (%.2fx the RSS after the first window)\n%s\n",
 		size.form, build, created, size.duration, size.window,
 		idle.goroutines, idle.fds, idle.rssKiB, size.window, afterWindow.goroutines, afterWindow.fds, afterWindow.rssKiB,
-		end.goroutines, end.fds, end.rssKiB, float64(end.rssKiB)/float64(max(afterWindow.rssKiB, 1))))
+		end.goroutines, end.fds, end.rssKiB, float64(end.rssKiB)/float64(max(afterWindow.rssKiB, 1)), td.summary()))
 	if size.plain && float64(end.rssKiB) > 1.1*float64(afterWindow.rssKiB) {
 		t.Errorf("RSS %d KiB after the soak, more than 10 %% over the %d KiB after the first window", end.rssKiB, afterWindow.rssKiB)
 	}
