@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -269,14 +268,6 @@ func TestClusterTakeoverFromUpstream(t *testing.T) {
 		takeover(t, admin, client, snaps, rv, up.Stop, n.Start, n, false)
 	})
 	if t.Failed() {
-		return
-	}
-	// The way back is not proven yet: in its only runs the upstream kubelet
-	// reported the probed pods Ready=False for a moment after it started (its
-	// prober starts every pod not ready, it seems: unverified), and an exec
-	// into a pod timed out under load. Run it by hand until that is settled.
-	if os.Getenv("NODELET_TAKEOVER_BACK") != "1" {
-		t.Log("nodelet to upstream: not run (NODELET_TAKEOVER_BACK=1 runs it; see docs/CLUSTER.md)")
 		return
 	}
 	snaps, rv = takeoverWaitAll(t, admin, client, all, snaps, 30*time.Second, "before the swap back")
