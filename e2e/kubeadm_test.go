@@ -4,10 +4,13 @@ package e2e
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,9 +261,7 @@ func kubeadmJoin(t *testing.T, env kubeadmEnv, cp *kubeadmNode, kubectl func(...
 	t.Logf("MEASURE kubeadm join start -> node Ready (nodelet): %.1f s", time.Since(start).Seconds())
 
 	// Bootstrapped with the token: the client certificate came from a CSR.
-	if _, err := os.Stat(w.host.Path("/var/lib/kubelet/pki/kubelet-client-current.pem")); err != nil {
-		t.Errorf("joined node has no kubelet-client-current.pem: %v", err)
-	}
+	kubeadmCheckClientCert(t, w, name, cp.host.Path("/etc/kubernetes/pki/ca.crt"))
 	if ip, _ := kubectl("get", "node", name, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`); ip != nodeIP {
 		t.Errorf("joined node's InternalIP = %q, want %s", ip, nodeIP)
 	}
@@ -319,6 +320,62 @@ spec:
 		t.Errorf("delete deployment: %v\n%s", err, out)
 	}
 	return w
+}
+
+// kubeadmCheckClientCert checks the client certificate a joined node bootstrapped:
+// kubelet-client-current.pem is the symlink to a pair (certificate and key in one file) for
+// system:node:<node> in system:nodes, signed by the cluster CA (caFile). The link's target is an
+// absolute path in the node's view (as the upstream kubelet's store writes it), so it is resolved
+// there, not through /proc/<pid>/root, where an absolute target would point into the machine's /.
+func kubeadmCheckClientCert(t *testing.T, n *kubeadmNode, node, caFile string) {
+	t.Helper()
+	const link = "/var/lib/kubelet/pki/kubelet-client-current.pem"
+	target, err := os.Readlink(n.host.Path(link))
+	if err != nil {
+		t.Errorf("joined node has no %s symlink: %v", link, err)
+		return
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(link), target)
+	}
+	pair, err := os.ReadFile(n.host.Path(target))
+	if err != nil {
+		t.Errorf("joined node's %s -> %s: %v", link, target, err)
+		return
+	}
+	var cert *x509.Certificate
+	var hasKey bool
+	for rest := pair; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		switch {
+		case b.Type == "CERTIFICATE" && cert == nil:
+			if cert, err = x509.ParseCertificate(b.Bytes); err != nil {
+				t.Errorf("%s: %v", target, err)
+				return
+			}
+		case strings.HasSuffix(b.Type, "PRIVATE KEY"):
+			hasKey = true
+		}
+	}
+	if cert == nil || !hasKey {
+		t.Errorf("%s holds no certificate and key (certificate %v, key %v)", target, cert != nil, hasKey)
+		return
+	}
+	if want := "system:node:" + node; cert.Subject.CommonName != want || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
+		t.Errorf("%s is for %v, want CN=%s, O=system:nodes", target, cert.Subject, want)
+	}
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("%s is not a client certificate of the cluster CA: %v", target, err)
+	}
 }
 
 func kubeadmNodeReady(t *testing.T, kubectl func(...string) (string, error), node string) {
