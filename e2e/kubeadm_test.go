@@ -195,15 +195,13 @@ func TestKubeadm(t *testing.T) {
 
 	kubeadmCheckPod(t, kubectl, "kadm-p1", kubeadmCPName)
 
-	var worker *kubeadmNode
+	// The worker's namespaces, runtime and nodelet belong to the subtest (its cleanups end them),
+	// so its reset runs inside it too.
 	t.Run("join", func(t *testing.T) {
-		worker = kubeadmJoin(t, env, cp, kubectl, third+1)
+		worker := kubeadmJoin(t, env, cp, kubectl, third+1)
+		t.Run("reset", func(t *testing.T) { kubeadmReset(t, env, worker) })
 	})
-
-	if worker != nil {
-		kubeadmReset(t, env, worker)
-	}
-	kubeadmReset(t, env, cp)
+	t.Run("reset", func(t *testing.T) { kubeadmReset(t, env, cp) })
 }
 
 // kubeadmReset runs `kubeadm reset -f` as on a systemd host: the kubelet is stopped first (reset's
