@@ -1,4 +1,4 @@
-//go:build e2e && kubeadm
+//go:build e2e
 
 package e2e
 
@@ -131,6 +131,8 @@ func kubeadmRun(t *testing.T, env kubeadmEnv, n *kubeadmNode, timeout time.Durat
 // the API server through it), the worker to the control-plane node.
 // kubeadm's two addon phases are skipped (kubeadmSkipPhases says why).
 func TestKubeadm(t *testing.T) {
+	begin := time.Now()
+	t.Cleanup(func() { t.Logf("MEASURE TestKubeadm wall time: %.1f s", time.Since(begin).Seconds()) })
 	env := kubeadmSetup(t)
 	// A /30 per link and test process, so parallel runs on one machine do not collide.
 	third := os.Getpid()%100*2 + 20
@@ -138,6 +140,7 @@ func TestKubeadm(t *testing.T) {
 		h.Link(nil, fmt.Sprintf("nlkadm%d", third), fmt.Sprintf("10.111.%d.1", third), fmt.Sprintf("10.111.%d.2", third))
 	})
 
+	initStart := time.Now()
 	out := kubeadmRun(t, env, cp, 10*time.Minute, "init",
 		"--kubernetes-version", kubeadmVersion,
 		"--cri-socket", cp.rt.Endpoint,
@@ -147,6 +150,7 @@ func TestKubeadm(t *testing.T) {
 		// the same flag is needed with the upstream kubelet here (NOTES.md).
 		"--ignore-preflight-errors", "all",
 		"--v", "1")
+	t.Logf("MEASURE kubeadm init (nodelet as the kubelet): %.1f s", time.Since(initStart).Seconds())
 	for _, want := range []string{
 		"[kubelet-check] The kubelet is healthy",
 		// Printed only when it found kubelet-client-current.pem.
