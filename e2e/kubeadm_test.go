@@ -1,13 +1,16 @@
-//go:build e2e && kubeadm
+//go:build e2e
 
 package e2e
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +131,8 @@ func kubeadmRun(t *testing.T, env kubeadmEnv, n *kubeadmNode, timeout time.Durat
 // the API server through it), the worker to the control-plane node.
 // kubeadm's two addon phases are skipped (kubeadmSkipPhases says why).
 func TestKubeadm(t *testing.T) {
+	begin := time.Now()
+	t.Cleanup(func() { t.Logf("MEASURE TestKubeadm wall time: %.1f s", time.Since(begin).Seconds()) })
 	env := kubeadmSetup(t)
 	// A /30 per link and test process, so parallel runs on one machine do not collide.
 	third := os.Getpid()%100*2 + 20
@@ -135,6 +140,7 @@ func TestKubeadm(t *testing.T) {
 		h.Link(nil, fmt.Sprintf("nlkadm%d", third), fmt.Sprintf("10.111.%d.1", third), fmt.Sprintf("10.111.%d.2", third))
 	})
 
+	initStart := time.Now()
 	out := kubeadmRun(t, env, cp, 10*time.Minute, "init",
 		"--kubernetes-version", kubeadmVersion,
 		"--cri-socket", cp.rt.Endpoint,
@@ -144,6 +150,7 @@ func TestKubeadm(t *testing.T) {
 		// the same flag is needed with the upstream kubelet here (NOTES.md).
 		"--ignore-preflight-errors", "all",
 		"--v", "1")
+	t.Logf("MEASURE kubeadm init (nodelet as the kubelet): %.1f s", time.Since(initStart).Seconds())
 	for _, want := range []string{
 		"[kubelet-check] The kubelet is healthy",
 		// Printed only when it found kubelet-client-current.pem.
@@ -192,15 +199,13 @@ func TestKubeadm(t *testing.T) {
 
 	kubeadmCheckPod(t, kubectl, "kadm-p1", kubeadmCPName)
 
-	var worker *kubeadmNode
+	// The worker's namespaces, runtime and nodelet belong to the subtest (its cleanups end them),
+	// so its reset runs inside it too.
 	t.Run("join", func(t *testing.T) {
-		worker = kubeadmJoin(t, env, cp, kubectl, third+1)
+		worker := kubeadmJoin(t, env, cp, kubectl, third+1)
+		t.Run("reset", func(t *testing.T) { kubeadmReset(t, env, worker) })
 	})
-
-	if worker != nil {
-		kubeadmReset(t, env, worker)
-	}
-	kubeadmReset(t, env, cp)
+	t.Run("reset", func(t *testing.T) { kubeadmReset(t, env, cp) })
 }
 
 // kubeadmReset runs `kubeadm reset -f` as on a systemd host: the kubelet is stopped first (reset's
@@ -258,9 +263,7 @@ func kubeadmJoin(t *testing.T, env kubeadmEnv, cp *kubeadmNode, kubectl func(...
 	t.Logf("MEASURE kubeadm join start -> node Ready (nodelet): %.1f s", time.Since(start).Seconds())
 
 	// Bootstrapped with the token: the client certificate came from a CSR.
-	if _, err := os.Stat(w.host.Path("/var/lib/kubelet/pki/kubelet-client-current.pem")); err != nil {
-		t.Errorf("joined node has no kubelet-client-current.pem: %v", err)
-	}
+	kubeadmCheckClientCert(t, w, name, cp.host.Path("/etc/kubernetes/pki/ca.crt"))
 	if ip, _ := kubectl("get", "node", name, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`); ip != nodeIP {
 		t.Errorf("joined node's InternalIP = %q, want %s", ip, nodeIP)
 	}
@@ -319,6 +322,62 @@ spec:
 		t.Errorf("delete deployment: %v\n%s", err, out)
 	}
 	return w
+}
+
+// kubeadmCheckClientCert checks the client certificate a joined node bootstrapped:
+// kubelet-client-current.pem is the symlink to a pair (certificate and key in one file) for
+// system:node:<node> in system:nodes, signed by the cluster CA (caFile). The link's target is an
+// absolute path in the node's view (as the upstream kubelet's store writes it), so it is resolved
+// there, not through /proc/<pid>/root, where an absolute target would point into the machine's /.
+func kubeadmCheckClientCert(t *testing.T, n *kubeadmNode, node, caFile string) {
+	t.Helper()
+	const link = "/var/lib/kubelet/pki/kubelet-client-current.pem"
+	target, err := os.Readlink(n.host.Path(link))
+	if err != nil {
+		t.Errorf("joined node has no %s symlink: %v", link, err)
+		return
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(link), target)
+	}
+	pair, err := os.ReadFile(n.host.Path(target))
+	if err != nil {
+		t.Errorf("joined node's %s -> %s: %v", link, target, err)
+		return
+	}
+	var cert *x509.Certificate
+	var hasKey bool
+	for rest := pair; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		switch {
+		case b.Type == "CERTIFICATE" && cert == nil:
+			if cert, err = x509.ParseCertificate(b.Bytes); err != nil {
+				t.Errorf("%s: %v", target, err)
+				return
+			}
+		case strings.HasSuffix(b.Type, "PRIVATE KEY"):
+			hasKey = true
+		}
+	}
+	if cert == nil || !hasKey {
+		t.Errorf("%s holds no certificate and key (certificate %v, key %v)", target, cert != nil, hasKey)
+		return
+	}
+	if want := "system:node:" + node; cert.Subject.CommonName != want || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
+		t.Errorf("%s is for %v, want CN=%s, O=system:nodes", target, cert.Subject, want)
+	}
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("%s is not a client certificate of the cluster CA: %v", target, err)
+	}
 }
 
 func kubeadmNodeReady(t *testing.T, kubectl func(...string) (string, error), node string) {

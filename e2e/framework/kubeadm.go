@@ -22,10 +22,11 @@ import (
 
 // Host is one kubeadm node of a test: a private mount namespace (and, for a second node, a private
 // network namespace) held open by a `sleep` process, in which kubeadm, the node's containerd and
-// nodelet run. kubeadm's fixed paths (/etc/kubernetes, /var/lib/kubelet, /var/lib/etcd, and host
-// paths of its static pods under /usr) are host-global, so /etc, /var/lib and /usr are overlays there whose upper layers live in the test's temp
-// dir: the host's own files are read through them, nothing kubeadm writes reaches the host, and
-// all of it is gone when the namespace's last process exits, even after a failed or killed test.
+// nodelet run. kubeadm's fixed paths (/etc/kubernetes, /var/lib/kubelet, /var/lib/etcd, host paths
+// of its static pods under /usr, the kubelet's /var/log/pods) are host-global, so /etc, /var/lib,
+// /usr and /var/log are overlays there whose upper layers live in the test's temp dir: the host's
+// own files are read through them, nothing kubeadm writes reaches the host, and all of it is gone
+// when the namespace's last process exits, even after a failed or killed test.
 type Host struct {
 	t testing.TB
 	// Dir holds the overlays' upper layers and the logs.
@@ -82,9 +83,18 @@ func StartHost(t testing.TB, name string, netns bool) *Host {
 	var script strings.Builder
 	// /usr too: kubeadm's controller-manager manifest has DirectoryOrCreate host paths under
 	// /usr/libexec/kubernetes and /usr/local/share/ca-certificates.
-	for _, d := range []string{"/etc", "/var/lib", "/usr"} {
+	// /var/log too: a kubelet's podLogsDir (/var/log/pods) and /var/log/containers are host-global
+	// paths as well. Shared, each node's container GC deletes the log directories of the pods the
+	// other node runs (it knows them neither in its runtime nor in its pods, which is upstream's
+	// rule too), and of the machine's other agents. Over the overlay both are empty directories
+	// of the node's own, so nothing the machine had there is seen or deleted.
+	for _, d := range []string{"/etc", "/var/lib", "/usr", "/var/log"} {
 		base := filepath.Join(dir, strings.ReplaceAll(strings.Trim(d, "/"), "/", "-"))
 		fmt.Fprintf(&script, "mkdir -p %[1]s-upper %[1]s-work && mount -t overlay overlay -o lowerdir=%[2]s,upperdir=%[1]s-upper,workdir=%[1]s-work %[2]s && ", base, d)
+	}
+	for _, d := range []string{"/var/log/pods", "/var/log/containers"} {
+		own := filepath.Join(dir, strings.ReplaceAll(strings.Trim(d, "/"), "/", "-"))
+		fmt.Fprintf(&script, "mkdir -p %[1]s %[2]s && mount --bind %[1]s %[2]s && ", own, d)
 	}
 	script.WriteString("mkdir -p /etc/kubernetes /var/lib/kubelet /var/lib/etcd")
 	if netns {
