@@ -198,6 +198,17 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 		PortForward:       d.runtime.PortForward,
 		ExecSync:          d.runtime.ExecSync,
 		StreamIdleTimeout: opts.StreamingConnectionIdleTimeout,
+		Configz:           opts.KubeletConfiguration,
+		Profiling:         opts.EnableProfilingHandler,
+		RunningPods: func(ctx context.Context) ([]*v1.Pod, error) {
+			s, err := d.runtime.ListState(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return runningPods(s), nil
+		},
+		Checkpoint:    checkpointer(d.runtime),
+		CheckpointDir: filepath.Join(opts.RootDir, "checkpoints"),
 	}
 	if !opts.EnableDebuggingHandlers {
 		deps = deps.WithoutDebuggingHandlers()

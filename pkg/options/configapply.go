@@ -53,6 +53,7 @@ var supportedConfigFields = []string{
 	"authorization.webhook.cacheAuthorizedTTL",
 	"authorization.webhook.cacheUnauthorizedTTL",
 	"enableDebuggingHandlers",
+	"enableProfilingHandler",
 	"streamingConnectionIdleTimeout",
 	"rotateCertificates",
 	"serverTLSBootstrap",
@@ -133,6 +134,7 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setNonZero(&o.AuthzCacheAuthorizedTTL, kc.Authorization.Webhook.CacheAuthorizedTTL.Duration)
 	setNonZero(&o.AuthzCacheUnauthorizedTTL, kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration)
 	setPtr(&o.EnableDebuggingHandlers, kc.EnableDebuggingHandlers)
+	setPtr(&o.EnableProfilingHandler, kc.EnableProfilingHandler)
 	setNonZero(&o.StreamingConnectionIdleTimeout, kc.StreamingConnectionIdleTimeout.Duration)
 	setNonZero(&o.RotateCertificates, kc.RotateCertificates)
 	setNonZero(&o.ServerTLSBootstrap, kc.ServerTLSBootstrap)

@@ -63,7 +63,6 @@ configMapAndSecretChangeDetectionStrategy: Watch
 enforceNodeAllocatable: [pods]
 volumePluginDir: /usr/libexec/kubernetes/kubelet-plugins/volume/exec/
 enableSystemLogHandler: true
-enableProfilingHandler: true
 enableDebugFlagsHandler: true
 failCgroupV1: false
 memoryThrottlingFactor: 0.9

@@ -181,6 +181,10 @@ type Options struct {
 	// enableDebuggingHandlers: whether the node API serves exec, attach,
 	// port-forward, run and container logs.
 	EnableDebuggingHandlers bool
+	// EnableProfilingHandler is enableProfilingHandler: whether the node
+	// API serves /debug/pprof (behind the same authentication and
+	// authorization as the rest, as nodes/proxy).
+	EnableProfilingHandler bool
 	// StreamingConnectionIdleTimeout is --streaming-connection-idle-timeout
 	// / streamingConnectionIdleTimeout: exec, attach and port-forward
 	// sessions idle that long are closed; 0 never closes them.
@@ -232,6 +236,7 @@ func Defaults() *Options {
 		AuthzCacheAuthorizedTTL:        5 * time.Minute,
 		AuthzCacheUnauthorizedTTL:      30 * time.Second,
 		EnableDebuggingHandlers:        true,
+		EnableProfilingHandler:         true,
 		RegisterSchedulable:            true,
 		StreamingConnectionIdleTimeout: 4 * time.Hour,
 	}

@@ -147,6 +147,7 @@ registerWithTaints:
 - {key: dedicated, value: infra, effect: NoSchedule}
 tlsPrivateKeyFile: /pki/tls.key
 enableDebuggingHandlers: false
+enableProfilingHandler: false
 streamingConnectionIdleTimeout: 5m
 authentication:
   x509: {clientCAFile: /pki/ca.crt}
@@ -242,6 +243,7 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		AuthzCacheAuthorizedTTL:         time.Minute,
 		AuthzCacheUnauthorizedTTL:       5 * time.Second,
 		EnableDebuggingHandlers:         false,
+		EnableProfilingHandler:          false,
 		RegisterSchedulable:             true,
 		StreamingConnectionIdleTimeout:  5 * time.Minute,
 		Verbosity:                       2,

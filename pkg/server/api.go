@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/nodelet/nodelet/pkg/logs"
@@ -67,12 +68,28 @@ type APIDeps struct {
 	StreamIdleTimeout time.Duration
 	// ExecSync runs a command to completion (/run).
 	ExecSync func(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
+
+	// Configz returns the configuration in effect (/configz).
+	Configz func() *kubeletconfigv1beta1.KubeletConfiguration
+	// Profiling serves Go's profiles under /debug/pprof
+	// (enableProfilingHandler).
+	Profiling bool
+	// RunningPods returns the pods the runtime runs, with their identity
+	// and running containers only (/runningpods/).
+	RunningPods func(ctx context.Context) ([]*v1.Pod, error)
+	// Checkpoint writes a checkpoint archive of a running container to
+	// location (/checkpoint); ErrUnsupported when the runtime cannot.
+	// CheckpointDir is where the archives go (<root dir>/checkpoints).
+	Checkpoint    func(ctx context.Context, containerID, location string, timeout time.Duration) error
+	CheckpointDir string
 }
 
 // WithoutDebuggingHandlers is d for --enable-debugging-handlers=false:
-// container logs, exec, attach, port-forward and run answer 501.
+// container logs, exec, attach, port-forward, run, running pods and
+// checkpoint answer 501, as upstream leaves them out.
 func (d APIDeps) WithoutDebuggingHandlers() APIDeps {
 	d.ReadLogs, d.Exec, d.Attach, d.PortForward, d.ExecSync = nil, nil, nil, nil, nil
+	d.RunningPods, d.Checkpoint = nil, nil
 	return d
 }
 
@@ -118,6 +135,7 @@ func APIRoutes(d APIDeps) http.Handler {
 	}
 	mux.Handle("POST /run/{namespace}/{pod}/{container}", runHandler(d))
 	mux.Handle("POST /run/{namespace}/{pod}/{uid}/{container}", runHandler(d))
+	installDebug(mux, d)
 	return mux
 }
 

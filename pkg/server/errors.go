@@ -23,12 +23,15 @@ var (
 	// ErrUnavailable: a backend (the runtime, the API server during a
 	// review) could not be reached; the client may retry.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrUnsupported: the container runtime cannot do what the request
+	// asks (checkpointing on a runtime without it).
+	ErrUnsupported = errors.New("not supported by the container runtime")
 )
 
 // statusFor is the one place errors become status codes.
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, ErrNotImplemented):
+	case errors.Is(err, ErrNotImplemented), errors.Is(err, ErrUnsupported):
 		return http.StatusNotImplemented
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound

@@ -172,3 +172,22 @@ func (c *Client) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (str
 	}
 	return resp.Url, nil
 }
+
+// CheckpointContainer asks the runtime to write a checkpoint archive of the
+// running container to location (a path on the node), waiting at most
+// timeout (0: the ordinary call timeout). A runtime without checkpointing
+// answers ErrUnimplemented.
+func (c *Client) CheckpointContainer(ctx context.Context, id, location string, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = c.timeout
+	}
+	ctx, cancel := c.ctx(ctx, timeout)
+	defer cancel()
+	_, err := c.rt.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{
+		ContainerId: id, Location: location, Timeout: int64((timeout + time.Second - 1) / time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint container %s: %w", id, classify(err))
+	}
+	return nil
+}
