@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,7 +30,24 @@ func TestClusterNodeDebugEndpoints(t *testing.T) {
 	// The API server's node proxy refuses loopback node addresses: the
 	// node is on the host's own address.
 	ip := framework.HostIP(t)
-	n := framework.StartNodelet(t, rt,
+	// The node log query is a config file field only.
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+enableSystemLogQuery: true
+authentication: {webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A log file of the node's, in the directory upstream serves.
+	logName := fmt.Sprintf("nodelet-e2e-%d", time.Now().UnixNano())
+	logFile := filepath.Join("/var/log", logName+".log")
+	if err := os.WriteFile(logFile, []byte("first line\nsecond line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(logFile) })
+	n := framework.StartNodelet(t, rt, "--config", config,
 		"--kubeconfig", cluster.NodeKubeconfig,
 		"--client-ca-file", cluster.CAFile,
 		"--node-ip", ip, "--address", ip, "--port", strconv.Itoa(port),
@@ -60,11 +79,22 @@ spec:
 		// The image as the runtime lists it (containerd: the image ID), as upstream shows it.
 		{"/runningpods/", `"containers":[{"name":"app","image":"`},
 		{"/debug/pprof/goroutine?debug=1", "goroutine profile: total"},
+		{"/logs/", `<a href="` + logName + `.log">`},
+		{"/logs/" + logName + ".log", "second line"},
+		{"/logs/?query=/" + logName + ".log", "second line"},
+		{"/logs/?query=" + logName, "second line"}, // a service's log found in <name>.log
+		{"/configz", `"enableSystemLogQuery":true`},
 	} {
 		out, err := cluster.Kubectl("get", "--raw", proxy+tc.path)
 		if err != nil || !strings.Contains(out, tc.want) {
 			t.Errorf("kubectl get --raw %s: %v: %.400q, want %q in it", tc.path, err, out, tc.want)
 		}
+	}
+
+	// Nothing outside /var/log: the query's file path is cleaned into the
+	// directory, where it does not exist.
+	if out, err := cluster.Kubectl("get", "--raw", proxy+"/logs/?query=%2F..%2F..%2Fetc%2Fpasswd"); err == nil || strings.Contains(out, "root:") {
+		t.Errorf("query for /../../etc/passwd: %v: %.200q, want a refusal", err, out)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os/exec"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/server"
 )
@@ -71,4 +75,42 @@ func checkpointer(rt *cri.Client) func(ctx context.Context, id, location string,
 		}
 		return err
 	}
+}
+
+// nodeLogs is /logs/ as upstream serves it: the files under /var/log, and
+// with enableSystemLogQuery the node log query, through journalctl where
+// the node has a journal.
+func nodeLogs(opts *options.Options) *server.NodeLogs {
+	if !opts.EnableSystemLogHandler {
+		return nil
+	}
+	nl := &server.NodeLogs{Dir: "/var/log", Query: opts.EnableSystemLogQuery}
+	journalctl, err := exec.LookPath("journalctl")
+	if err != nil {
+		// Services' logs are then looked for in files, as upstream does
+		// for a service that does not log to the journal.
+		return nl
+	}
+	nl.Journal = func(ctx context.Context, args []string, w io.Writer) error {
+		cmd := exec.CommandContext(ctx, journalctl, args...)
+		cmd.Stdout, cmd.Stderr = w, w
+		var exit *exec.ExitError
+		if err := cmd.Run(); err != nil && !errors.As(err, &exit) {
+			return err
+		}
+		return nil
+	}
+	nl.HasJournal = func(ctx context.Context, service string) bool {
+		out, err := exec.CommandContext(ctx, journalctl, "--field", "_SYSTEMD_UNIT").Output()
+		if err != nil {
+			return false
+		}
+		for _, unit := range strings.Split(string(out), "\n") {
+			if unit == service || unit == service+".service" {
+				return true
+			}
+		}
+		return false
+	}
+	return nl
 }

@@ -209,6 +209,7 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 		},
 		Checkpoint:    checkpointer(d.runtime),
 		CheckpointDir: filepath.Join(opts.RootDir, "checkpoints"),
+		NodeLogs:      nodeLogs(opts),
 	}
 	if !opts.EnableDebuggingHandlers {
 		deps = deps.WithoutDebuggingHandlers()

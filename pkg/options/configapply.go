@@ -54,6 +54,8 @@ var supportedConfigFields = []string{
 	"authorization.webhook.cacheUnauthorizedTTL",
 	"enableDebuggingHandlers",
 	"enableProfilingHandler",
+	"enableSystemLogHandler",
+	"enableSystemLogQuery",
 	"streamingConnectionIdleTimeout",
 	"rotateCertificates",
 	"serverTLSBootstrap",
@@ -135,6 +137,8 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setNonZero(&o.AuthzCacheUnauthorizedTTL, kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration)
 	setPtr(&o.EnableDebuggingHandlers, kc.EnableDebuggingHandlers)
 	setPtr(&o.EnableProfilingHandler, kc.EnableProfilingHandler)
+	setPtr(&o.EnableSystemLogHandler, kc.EnableSystemLogHandler)
+	setPtr(&o.EnableSystemLogQuery, kc.EnableSystemLogQuery)
 	setNonZero(&o.StreamingConnectionIdleTimeout, kc.StreamingConnectionIdleTimeout.Duration)
 	setNonZero(&o.RotateCertificates, kc.RotateCertificates)
 	setNonZero(&o.ServerTLSBootstrap, kc.ServerTLSBootstrap)

@@ -69,6 +69,8 @@ func (o *Options) KubeletConfiguration() *kubeletconfigv1beta1.KubeletConfigurat
 	kc.RegisterWithTaints = o.RegisterWithTaints
 	kc.EnableDebuggingHandlers = b(o.EnableDebuggingHandlers)
 	kc.EnableProfilingHandler = b(o.EnableProfilingHandler)
+	kc.EnableSystemLogHandler = b(o.EnableSystemLogHandler)
+	kc.EnableSystemLogQuery = b(o.EnableSystemLogQuery)
 	kc.StreamingConnectionIdleTimeout = dur(o.StreamingConnectionIdleTimeout)
 	kc.RotateCertificates = o.RotateCertificates
 	kc.ServerTLSBootstrap = o.ServerTLSBootstrap

@@ -185,6 +185,12 @@ type Options struct {
 	// API serves /debug/pprof (behind the same authentication and
 	// authorization as the rest, as nodes/proxy).
 	EnableProfilingHandler bool
+	// EnableSystemLogHandler is enableSystemLogHandler: the node API
+	// serves the node's log files under /logs/.
+	EnableSystemLogHandler bool
+	// EnableSystemLogQuery is enableSystemLogQuery: /logs/ also answers
+	// the node log query (?query=service or file).
+	EnableSystemLogQuery bool
 	// StreamingConnectionIdleTimeout is --streaming-connection-idle-timeout
 	// / streamingConnectionIdleTimeout: exec, attach and port-forward
 	// sessions idle that long are closed; 0 never closes them.
@@ -237,6 +243,7 @@ func Defaults() *Options {
 		AuthzCacheUnauthorizedTTL:      30 * time.Second,
 		EnableDebuggingHandlers:        true,
 		EnableProfilingHandler:         true,
+		EnableSystemLogHandler:         true,
 		RegisterSchedulable:            true,
 		StreamingConnectionIdleTimeout: 4 * time.Hour,
 	}

@@ -148,6 +148,8 @@ registerWithTaints:
 tlsPrivateKeyFile: /pki/tls.key
 enableDebuggingHandlers: false
 enableProfilingHandler: false
+enableSystemLogHandler: false
+enableSystemLogQuery: true
 streamingConnectionIdleTimeout: 5m
 authentication:
   x509: {clientCAFile: /pki/ca.crt}
@@ -244,6 +246,8 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		AuthzCacheUnauthorizedTTL:       5 * time.Second,
 		EnableDebuggingHandlers:         false,
 		EnableProfilingHandler:          false,
+		EnableSystemLogHandler:          false,
+		EnableSystemLogQuery:            true,
 		RegisterSchedulable:             true,
 		StreamingConnectionIdleTimeout:  5 * time.Minute,
 		Verbosity:                       2,

@@ -82,6 +82,8 @@ type APIDeps struct {
 	// CheckpointDir is where the archives go (<root dir>/checkpoints).
 	Checkpoint    func(ctx context.Context, containerID, location string, timeout time.Duration) error
 	CheckpointDir string
+	// NodeLogs serves /logs/ (enableSystemLogHandler); nil: not served.
+	NodeLogs *NodeLogs
 }
 
 // WithoutDebuggingHandlers is d for --enable-debugging-handlers=false:

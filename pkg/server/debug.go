@@ -16,12 +16,13 @@ import (
 )
 
 // installDebug adds the operator endpoints of upstream's kubelet API that
-// are not about one pod's containers: /configz, /debug/pprof, /runningpods
-// and /checkpoint.
+// are not about one pod's containers: /configz, /debug/pprof, /runningpods,
+// /checkpoint and /logs/.
 func installDebug(mux *http.ServeMux, d APIDeps) {
 	mux.Handle("GET /configz", configzHandler(d.Configz))
 	mux.Handle("GET /runningpods/", runningPodsHandler(d))
 	mux.Handle("POST /checkpoint/{namespace}/{pod}/{container}", checkpointHandler(d))
+	mux.Handle("GET /logs/", nodeLogsHandler(d.NodeLogs))
 	if d.Profiling {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
