@@ -91,6 +91,15 @@ spec:
 		}
 	}
 
+	// The log verbosity, changed as upstream's operators do it.
+	level := filepath.Join(t.TempDir(), "v")
+	if err := os.WriteFile(level, []byte("5"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cluster.Kubectl("replace", "--raw", proxy+"/debug/flags/v", "-f", level); err != nil || !strings.Contains(out, "verbosity to 5") {
+		t.Errorf("PUT /debug/flags/v: %v: %q", err, out)
+	}
+
 	// Nothing outside /var/log: the query's file path is cleaned into the
 	// directory, where it does not exist.
 	if out, err := cluster.Kubectl("get", "--raw", proxy+"/logs/?query=%2F..%2F..%2Fetc%2Fpasswd"); err == nil || strings.Contains(out, "root:") {

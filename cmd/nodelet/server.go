@@ -211,6 +211,9 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 		CheckpointDir: filepath.Join(opts.RootDir, "checkpoints"),
 		NodeLogs:      nodeLogs(opts),
 	}
+	if opts.EnableDebugFlagsHandler {
+		deps.SetVerbosity = options.SetVerbosity
+	}
 	if !opts.EnableDebuggingHandlers {
 		deps = deps.WithoutDebuggingHandlers()
 	}

@@ -56,6 +56,7 @@ var supportedConfigFields = []string{
 	"enableProfilingHandler",
 	"enableSystemLogHandler",
 	"enableSystemLogQuery",
+	"enableDebugFlagsHandler",
 	"streamingConnectionIdleTimeout",
 	"rotateCertificates",
 	"serverTLSBootstrap",
@@ -139,6 +140,7 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setPtr(&o.EnableProfilingHandler, kc.EnableProfilingHandler)
 	setPtr(&o.EnableSystemLogHandler, kc.EnableSystemLogHandler)
 	setPtr(&o.EnableSystemLogQuery, kc.EnableSystemLogQuery)
+	setPtr(&o.EnableDebugFlagsHandler, kc.EnableDebugFlagsHandler)
 	setNonZero(&o.StreamingConnectionIdleTimeout, kc.StreamingConnectionIdleTimeout.Duration)
 	setNonZero(&o.RotateCertificates, kc.RotateCertificates)
 	setNonZero(&o.ServerTLSBootstrap, kc.ServerTLSBootstrap)

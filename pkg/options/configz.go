@@ -71,6 +71,7 @@ func (o *Options) KubeletConfiguration() *kubeletconfigv1beta1.KubeletConfigurat
 	kc.EnableProfilingHandler = b(o.EnableProfilingHandler)
 	kc.EnableSystemLogHandler = b(o.EnableSystemLogHandler)
 	kc.EnableSystemLogQuery = b(o.EnableSystemLogQuery)
+	kc.EnableDebugFlagsHandler = b(o.EnableDebugFlagsHandler)
 	kc.StreamingConnectionIdleTimeout = dur(o.StreamingConnectionIdleTimeout)
 	kc.RotateCertificates = o.RotateCertificates
 	kc.ServerTLSBootstrap = o.ServerTLSBootstrap

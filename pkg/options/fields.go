@@ -62,7 +62,6 @@ containerLogMonitorInterval: 10s
 configMapAndSecretChangeDetectionStrategy: Watch
 enforceNodeAllocatable: [pods]
 volumePluginDir: /usr/libexec/kubernetes/kubelet-plugins/volume/exec/
-enableDebugFlagsHandler: true
 failCgroupV1: false
 memoryThrottlingFactor: 0.9
 localStorageCapacityIsolation: true

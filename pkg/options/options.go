@@ -188,6 +188,9 @@ type Options struct {
 	// EnableSystemLogHandler is enableSystemLogHandler: the node API
 	// serves the node's log files under /logs/.
 	EnableSystemLogHandler bool
+	// EnableDebugFlagsHandler is enableDebugFlagsHandler: the node API
+	// takes PUT /debug/flags/v to change the log verbosity.
+	EnableDebugFlagsHandler bool
 	// EnableSystemLogQuery is enableSystemLogQuery: /logs/ also answers
 	// the node log query (?query=service or file).
 	EnableSystemLogQuery bool
@@ -244,6 +247,7 @@ func Defaults() *Options {
 		EnableDebuggingHandlers:        true,
 		EnableProfilingHandler:         true,
 		EnableSystemLogHandler:         true,
+		EnableDebugFlagsHandler:        true,
 		RegisterSchedulable:            true,
 		StreamingConnectionIdleTimeout: 4 * time.Hour,
 	}

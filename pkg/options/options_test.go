@@ -150,6 +150,7 @@ enableDebuggingHandlers: false
 enableProfilingHandler: false
 enableSystemLogHandler: false
 enableSystemLogQuery: true
+enableDebugFlagsHandler: false
 streamingConnectionIdleTimeout: 5m
 authentication:
   x509: {clientCAFile: /pki/ca.crt}
@@ -248,6 +249,7 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		EnableProfilingHandler:          false,
 		EnableSystemLogHandler:          false,
 		EnableSystemLogQuery:            true,
+		EnableDebugFlagsHandler:         false,
 		RegisterSchedulable:             true,
 		StreamingConnectionIdleTimeout:  5 * time.Minute,
 		Verbosity:                       2,

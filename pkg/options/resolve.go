@@ -106,11 +106,18 @@ func hostname(override string) (string, error) {
 
 // ApplyVerbosity sets klog's verbosity to o.Verbosity. Needed only when the
 // level came from the config file: --v already set klog while parsing.
-func (o *Options) ApplyVerbosity() error {
+func (o *Options) ApplyVerbosity() error { return SetVerbosity(o.Verbosity) }
+
+// SetVerbosity sets klog's verbosity while nodelet runs (also PUT
+// /debug/flags/v).
+func SetVerbosity(level int) error {
+	if level < 0 {
+		return fmt.Errorf("log verbosity %d: must be 0 or more", level)
+	}
 	var gfs goflag.FlagSet
 	klog.InitFlags(&gfs)
-	if err := gfs.Set("v", strconv.Itoa(o.Verbosity)); err != nil {
-		return fmt.Errorf("setting log verbosity %d: %w", o.Verbosity, err)
+	if err := gfs.Set("v", strconv.Itoa(level)); err != nil {
+		return fmt.Errorf("setting log verbosity %d: %w", level, err)
 	}
 	return nil
 }

@@ -84,6 +84,9 @@ type APIDeps struct {
 	CheckpointDir string
 	// NodeLogs serves /logs/ (enableSystemLogHandler); nil: not served.
 	NodeLogs *NodeLogs
+	// SetVerbosity backs PUT /debug/flags/v (enableDebugFlagsHandler);
+	// nil: not served.
+	SetVerbosity func(level int) error
 }
 
 // WithoutDebuggingHandlers is d for --enable-debugging-handlers=false:

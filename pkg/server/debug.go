@@ -2,14 +2,17 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -23,6 +26,7 @@ func installDebug(mux *http.ServeMux, d APIDeps) {
 	mux.Handle("GET /runningpods/", runningPodsHandler(d))
 	mux.Handle("POST /checkpoint/{namespace}/{pod}/{container}", checkpointHandler(d))
 	mux.Handle("GET /logs/", nodeLogsHandler(d.NodeLogs))
+	mux.Handle("PUT /debug/flags/v", verbosityHandler(d.SetVerbosity))
 	if d.Profiling {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
@@ -41,6 +45,30 @@ func configzHandler(config func() *kubeletconfigv1beta1.KubeletConfiguration) ht
 			return notImplemented("configz")
 		}
 		return writeJSON(w, map[string]any{"kubeletconfig": config()})
+	})
+}
+
+// verbosityHandler changes the log verbosity to the level in the body, as
+// upstream's PUT /debug/flags/v.
+func verbosityHandler(set func(int) error) http.Handler {
+	return handlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		if set == nil {
+			return notImplemented("debug flags")
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 64))
+		if err != nil {
+			return fmt.Errorf("read the level: %w", err)
+		}
+		level, err := strconv.Atoi(strings.TrimSpace(string(body)))
+		if err != nil {
+			return fmt.Errorf("log verbosity %q: want a number: %w", body, ErrBadRequest)
+		}
+		if err := set(level); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadRequest, err)
+		}
+		klog.InfoS("Log verbosity changed through the node API", "level", level)
+		writeText(w, http.StatusOK, fmt.Sprintf("successfully set klog.logging.verbosity to %d", level))
+		return nil
 	})
 }
 

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
+
+func httptestRequest(method, target, body string) *http.Request {
+	return httptest.NewRequest(method, target, strings.NewReader(body))
+}
 
 func TestDebugEndpoints(t *testing.T) {
 	dir := t.TempDir()
@@ -32,6 +38,14 @@ func TestDebugEndpoints(t *testing.T) {
 		if strings.Contains(location, "idle") {
 			return fmt.Errorf("rpc Unimplemented: %w", ErrUnsupported)
 		}
+		return nil
+	}
+	var level int
+	d.SetVerbosity = func(l int) error {
+		if l < 0 {
+			return fmt.Errorf("must be 0 or more")
+		}
+		level = l
 		return nil
 	}
 	h := APIRoutes(d)
@@ -61,6 +75,25 @@ func TestDebugEndpoints(t *testing.T) {
 	if len(asked) != 2 || !regexp.MustCompile(`^app-2 .*/checkpoint-web-node-a_default-app-[0-9T:Z+-]+\.tar 0s$`).MatchString(asked[0]) ||
 		!strings.HasSuffix(asked[1], " 7s") {
 		t.Errorf("checkpoint calls %q", asked)
+	}
+
+	for _, tc := range []struct {
+		body string
+		code int
+		want string
+	}{
+		{"4\n", 200, "successfully set klog.logging.verbosity to 4"},
+		{"-1", 400, "must be 0 or more"},
+		{"loud", 400, "want a number"},
+	} {
+		rec := newRecorder()
+		h.ServeHTTP(rec, httptestRequest("PUT", "/debug/flags/v", tc.body))
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("PUT /debug/flags/v %q: %d %q", tc.body, rec.Code, rec.Body.String())
+		}
+	}
+	if level != 4 {
+		t.Errorf("verbosity %d, want 4", level)
 	}
 
 	// A runtime without checkpointing: 501 with the reason.
