@@ -174,7 +174,8 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		klog.InfoS("No pod source configured (--pod-manifest-path, --manifest-url, --kubeconfig): nodelet will only clean up")
 	}
 
-	admit, err := admission(opts, features)
+	fit := newFitNode(ctx, opts, nodeName, nodeIPList(hostIP, opts))
+	admit, err := podAdmission(opts, features, fit)
 	if err != nil {
 		return nil, err
 	}
@@ -227,6 +228,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 			return nil, err
 		}
 		add(component{"node status", ctrl.Run})
+		fit.useAPI(ctrl.Node)
 	}
 	graceful, err := gracefulShutdown(opts, ag, &shuttingDown)
 	if err != nil {

@@ -28,35 +28,12 @@ type nodeHost struct {
 // its own while the API server is unreachable.
 func (c *cluster) nodeController(h nodeHost, recorder record.EventRecorder) (*node.Controller, error) {
 	ips := c.nodeIPs()
-	// Upstream: an explicitly set --node-status-update-frequency is also the
-	// default report period. nodelet cannot tell "set to 10s" from "left at
-	// 10s", so a non-default value counts as set.
-	report := node.DefaultStatusReportFrequency
-	if f := c.opts.NodeStatusUpdateFrequency; f != node.DefaultStatusUpdateFrequency {
-		report = f
-	}
 	host := node.HostConfig{RootDir: c.opts.RootDir, DiskPressure: h.diskPressure, RuntimeHealthy: h.runtimeHealthy, ShuttingDown: h.shuttingDown, Runtime: h.runtime}
 	heartbeat, err := c.heartbeatClient()
 	if err != nil {
 		return nil, err
 	}
-	ctrl, err := node.NewController(node.Config{
-		NodeName:              c.nodeName,
-		Hostname:              c.opts.Hostname,
-		NodeIPs:               ips,
-		Labels:                c.opts.NodeLabels,
-		Taints:                c.opts.NodeTaints(),
-		RegisterNode:          c.opts.RegisterNode,
-		NodeIPGiven:           len(c.opts.NodeIPs()) > 0,
-		ExternalCloudProvider: c.opts.CloudProvider == options.CloudProviderExternal,
-		ProviderID:            c.opts.ProviderID,
-		StatusUpdateFrequency: c.opts.NodeStatusUpdateFrequency,
-		StatusReportFrequency: report,
-		LeaseDurationSeconds:  int32(c.opts.NodeLeaseDurationSeconds),
-		MaxPods:               c.opts.MaxPods,
-		KubeletPort:           int32(c.opts.Port),
-		Version:               version.String(),
-	}, node.Clients{Client: c.client, Heartbeat: heartbeat}, node.NewHostFacts(host), recorder)
+	ctrl, err := node.NewController(nodeConfig(c.opts, c.nodeName, ips), node.Clients{Client: c.client, Heartbeat: heartbeat}, node.NewHostFacts(host), recorder)
 	if err != nil {
 		return nil, err
 	}
@@ -114,4 +91,32 @@ func (c *cluster) servingCertificate() (*certs.Serving, error) {
 		sc.CanAsk = func() bool { return c.creds.Current() != nil }
 	}
 	return certs.NewServing(sc), nil
+}
+
+// nodeConfig is the Node nodelet registers and keeps, from the options.
+func nodeConfig(opts *options.Options, nodeName string, ips []string) node.Config {
+	// Upstream: an explicitly set --node-status-update-frequency is also the
+	// default report period. nodelet cannot tell "set to 10s" from "left at
+	// 10s", so a non-default value counts as set.
+	report := node.DefaultStatusReportFrequency
+	if f := opts.NodeStatusUpdateFrequency; f != node.DefaultStatusUpdateFrequency {
+		report = f
+	}
+	return node.Config{
+		NodeName:              nodeName,
+		Hostname:              opts.Hostname,
+		NodeIPs:               ips,
+		Labels:                opts.NodeLabels,
+		Taints:                opts.NodeTaints(),
+		RegisterNode:          opts.RegisterNode,
+		NodeIPGiven:           len(opts.NodeIPs()) > 0,
+		ExternalCloudProvider: opts.CloudProvider == options.CloudProviderExternal,
+		ProviderID:            opts.ProviderID,
+		StatusUpdateFrequency: opts.NodeStatusUpdateFrequency,
+		StatusReportFrequency: report,
+		LeaseDurationSeconds:  int32(opts.NodeLeaseDurationSeconds),
+		MaxPods:               opts.MaxPods,
+		KubeletPort:           int32(opts.Port),
+		Version:               version.String(),
+	}
 }

@@ -9,9 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/admission"
 	"github.com/nodelet/nodelet/pkg/agent"
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/options"
+	"github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 	"github.com/nodelet/nodelet/pkg/security"
 )
@@ -39,9 +41,11 @@ func securityFeatures(ctx context.Context, client *cri.Client) runtimeFeatures {
 	return f
 }
 
-// admission builds the pod admission checks from the flags and what the
-// kernel and the runtime can enforce.
-func admission(opts *options.Options, rt runtimeFeatures) (agent.AdmitFunc, error) {
+// podAdmission builds the pod admission checks from the flags and what the
+// kernel and the runtime can enforce, then whether the pod fits on the node
+// beside the active pods, in upstream's order (its security handlers come
+// before its resource predicates).
+func podAdmission(opts *options.Options, rt runtimeFeatures, fit *fitNode) (agent.AdmitFunc, error) {
 	kernel := security.KernelRelease()
 	sysctls, err := security.NewSysctlAllowlist(append(security.SafeSysctls(kernel), opts.AllowedUnsafeSysctls...))
 	if err != nil {
@@ -51,7 +55,15 @@ func admission(opts *options.Options, rt runtimeFeatures) (agent.AdmitFunc, erro
 	klog.InfoS("Pod security", "kernel", kernel, "appArmor", node.AppArmor,
 		"supplementalGroupsPolicyStrict", rt.supplementalGroupsPolicy, "userNamespaces", rt.userNamespaces,
 		"allowedUnsafeSysctls", opts.AllowedUnsafeSysctls, "seccompDefault", opts.SeccompDefault)
-	return func(p *v1.Pod) *security.Rejection { return security.Admit(p, node) }, nil
+	return func(p *v1.Pod, active []*v1.Pod) *security.Rejection {
+		if r := security.Admit(p, node); r != nil {
+			return r
+		}
+		if r := admission.Fit(p, active, fit.get(), pod.IsStatic(p)); r != nil {
+			return &security.Rejection{Reason: r.Reason, Message: r.Message}
+		}
+		return nil
+	}, nil
 }
 
 // runtimeClasses resolves RuntimeClasses through the API server.

@@ -5,13 +5,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/nodelet/nodelet/pkg/admission"
 	"github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/security"
 	"github.com/nodelet/nodelet/pkg/status"
 )
 
-// AdmitFunc decides whether a pod may run on this node; nil admits it.
-type AdmitFunc func(pod *v1.Pod) *security.Rejection
+// AdmitFunc decides whether a pod may run on this node beside active, the
+// pods admitted before it that have not finished; nil admits it.
+type AdmitFunc func(pod *v1.Pod, active []*v1.Pod) *security.Rejection
 
 // admitted reports whether p may run. Pods are checked when they arrive
 // (created); a refused pod stays refused until it leaves the node, however
@@ -36,12 +38,29 @@ func (a *Agent) admitted(p *v1.Pod, created bool) bool {
 	if a.admit == nil || !created || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 		return true
 	}
-	r := a.admit(p)
+	r := a.admit(p, a.activePods(p.UID))
 	if r == nil {
 		return true
 	}
 	a.reject(p, r)
 	return false
+}
+
+// activePods are the pods admitted and not finished, but except: what a
+// new pod's requests, host ports and the pod count are judged against.
+// Pods being deleted still count until they are gone, as upstream.
+func (a *Agent) activePods(except types.UID) []*v1.Pod {
+	var out []*v1.Pod
+	for _, o := range a.pods.Pods() {
+		if o.UID == except || a.rejected.Has(o.UID) {
+			continue
+		}
+		if st, ok := a.statuses.Get(o.UID); ok && (st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // finishedBefore reports whether a pod arrives already terminal: refused
@@ -52,7 +71,7 @@ func finishedBefore(p *v1.Pod) bool {
 	if p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
 		return false
 	}
-	if p.Status.Phase == v1.PodFailed && security.IsAdmissionReason(p.Status.Reason) {
+	if p.Status.Phase == v1.PodFailed && (security.IsAdmissionReason(p.Status.Reason) || admission.IsReason(p.Status.Reason)) {
 		return true
 	}
 	src, err := pod.Source(p)

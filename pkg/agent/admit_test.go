@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,7 @@ func TestAdmissionRefusesPod(t *testing.T) {
 	rt := newFakeRuntime()
 	updates := make(chan config.PodUpdate, 10)
 	events := record.NewFakeRecorder(10)
-	admit := func(p *v1.Pod) *security.Rejection {
+	admit := func(p *v1.Pod, _ []*v1.Pod) *security.Rejection {
 		if p.Name == "bad" {
 			return &security.Rejection{Reason: "SysctlForbidden", Message: `forbidden sysctl: "vm.swappiness" not allowlisted`}
 		}
@@ -68,7 +70,7 @@ func TestAdmissionRefusesPod(t *testing.T) {
 
 func TestRefusedBeforeStaysRefused(t *testing.T) {
 	a := mustNew(t, Config{}, Deps{Runtime: newFakeRuntime(), Relister: &fakeRelister{}, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.ApiserverSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
-		Admit: func(*v1.Pod) *security.Rejection { return nil }})
+		Admit: func(*v1.Pod, []*v1.Pod) *security.Rejection { return nil }})
 	p := staticPod("was-refused")
 	p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "AppArmor", Message: "Pod was rejected: Cannot enforce AppArmor"}
 	if a.admitted(p, true) {
@@ -131,7 +133,9 @@ func TestAdmissionStopsWhatRunsOfARefusedPod(t *testing.T) {
 		UID: "bad", Source: pod.FileSource, Sandboxes: []runtime.SandboxRef{{ID: "sb", State: runtime.SandboxStateReady}}}}}
 	updates := make(chan config.PodUpdate, 10)
 	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour}, Deps{Runtime: rt, Relister: relister, Updates: updates, Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
-		Admit: func(*v1.Pod) *security.Rejection { return &security.Rejection{Reason: "AppArmor", Message: "no"} }})
+		Admit: func(*v1.Pod, []*v1.Pod) *security.Rejection {
+			return &security.Rejection{Reason: "AppArmor", Message: "no"}
+		}})
 	done := make(chan error)
 	go func() { done <- a.Run(ctx) }()
 	updates <- config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: []*v1.Pod{staticPod("bad")}}
@@ -141,4 +145,41 @@ func TestAdmissionStopsWhatRunsOfARefusedPod(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestAdmissionSeesTheActivePods: a pod is judged beside the pods admitted
+// before it that have not finished; refused and finished pods do not count.
+func TestAdmissionSeesTheActivePods(t *testing.T) {
+	var seen [][]string
+	a := mustNew(t, Config{}, Deps{Runtime: newFakeRuntime(), Relister: &fakeRelister{}, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
+		Admit: func(p *v1.Pod, active []*v1.Pod) *security.Rejection {
+			var names []string
+			for _, o := range active {
+				names = append(names, o.Name)
+			}
+			slices.Sort(names)
+			seen = append(seen, names)
+			if p.Name == "refused" {
+				return &security.Rejection{Reason: "OutOfcpu", Message: "no"}
+			}
+			return nil
+		}})
+	for _, name := range []string{"a", "refused", "done", "b"} {
+		p := staticPod(name)
+		a.pods.AddOrUpdatePod(p)
+		a.admitted(p, true)
+		if name == "done" {
+			a.statuses.Set(p.UID, v1.PodStatus{Phase: v1.PodSucceeded})
+		}
+	}
+	want := [][]string{nil, {"a"}, {"a"}, {"a"}}
+	if !reflect.DeepEqual(seen, want) {
+		t.Errorf("active pods seen by admission %q, want %q", seen, want)
+	}
+	// Refused for not fitting before a restart: stays refused.
+	p := staticPod("was-out-of-cpu")
+	p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfcpu"}
+	if a.admitted(p, true) {
+		t.Error("a pod refused for OutOfcpu before runs now")
+	}
 }

@@ -34,7 +34,7 @@ func TestWakeupsFromOtherGoroutines(t *testing.T) {
 	a := mustNew(t, Config{NodeName: "n", HousekeepingPeriod: time.Hour, ResyncPeriod: time.Hour},
 		Deps{Runtime: rt, Relister: &fakeRelister{changed: make(chan pleg.Change)}, Updates: updates,
 			Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache(), Wakeups: wake,
-			Admit: func(p *v1.Pod) *security.Rejection {
+			Admit: func(p *v1.Pod, _ []*v1.Pod) *security.Rejection {
 				if p.Name[0] == 'r' {
 					return &security.Rejection{Reason: "Refused", Message: "test"}
 				}

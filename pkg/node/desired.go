@@ -380,3 +380,14 @@ func NodeImages(imgs []RuntimeImage) []v1.ContainerImage {
 	}
 	return out
 }
+
+// LocalNode is the Node as nodelet would register it, built from cfg and
+// the machine's facts alone: what admission judges pods against where
+// there is no API server, or before the Node is registered.
+func LocalNode(cfg Config, f Facts, now time.Time) (*v1.Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return InitialNode(cfg, f, now), nil
+}
