@@ -13,7 +13,7 @@ import (
 )
 
 // The pod-resource pipeline: what a pod's containers need besides their
-// image (volumes today; devices, the pod cgroup and persistent volumes
+// image (the pod cgroup and volumes today; devices and persistent volumes
 // next) is prepared by resource hooks, run in the order resourceHooks
 // declares, each in a file of its own. Adding a kind of pod resource means
 // adding a hook there, not editing the syncer. Nomad's alloc-runner hooks
@@ -126,11 +126,14 @@ type RunningKeeper interface {
 	KeepRunning(ctx context.Context, pod *v1.Pod) error
 }
 
-// resourceHooks declares the pipeline, in the order its hooks run.
+// resourceHooks declares the pipeline, in the order its hooks run; they
+// are torn down in reverse, so the pod cgroup goes last.
 func resourceHooks(opts Options) []ResourceHook {
-	return []ResourceHook{
-		newVolumeHook(opts.Config, opts.Volumes),
+	var hooks []ResourceHook
+	if opts.Cgroups != nil {
+		hooks = append(hooks, &cgroupHook{cgroups: opts.Cgroups})
 	}
+	return append(hooks, newVolumeHook(opts.Config, opts.Volumes))
 }
 
 // checkSpec fails for the first resource of pod a hook refuses.

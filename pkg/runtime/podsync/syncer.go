@@ -124,6 +124,9 @@ type Options struct {
 	// PullProgressInterval is how often a pull still going is logged
 	// (DefaultPullProgressInterval).
 	PullProgressInterval time.Duration
+	// Cgroups makes the pods' cgroups (--cgroups-per-qos); nil: none, the
+	// runtime's default cgroup.
+	Cgroups PodCgroups
 	// BindSubpath binds a container's subPath mounts before it is created.
 	// nil binds them safely on this node (package volumes/subpath); tests
 	// without mount privileges pass their own.
