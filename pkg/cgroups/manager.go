@@ -200,18 +200,31 @@ func (m *Manager) exists(rel string) bool {
 func (m *Manager) RemovePod(uid types.UID) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.removePodLocked(uid)
+}
+
+func (m *Manager) removePodLocked(uid types.UID) error {
 	var errs []error
-	for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
-		rel := CgroupfsPath(PodName(m.root, qos, uid))
-		for _, h := range m.hiers {
-			errs = append(errs, removeCgroup(filepath.Join(h.dir, rel)))
-		}
+	for _, dir := range m.podDirs(uid) {
+		errs = append(errs, removeCgroup(dir))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	delete(m.pods, uid)
 	return m.updateBurstableLocked()
+}
+
+// podDirs are where a cgroup of pod uid can be, in every hierarchy.
+func (m *Manager) podDirs(uid types.UID) []string {
+	var out []string
+	for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
+		rel := CgroupfsPath(PodName(m.root, qos, uid))
+		for _, h := range m.hiers {
+			out = append(out, filepath.Join(h.dir, rel))
+		}
+	}
+	return out
 }
 
 // PodUIDs lists the pods that have a cgroup, in any hierarchy.
@@ -235,34 +248,42 @@ func (m *Manager) PodUIDs() map[types.UID]bool {
 // longer wanted, nothing of them in the runtime): leftovers of pods
 // removed while nodelet was down or whose removal failed. Processes still
 // in them (a runtime that lost track of them) are killed first, as
-// upstream does. Failures are retried at the next call.
+// upstream does. keep is asked with the pods' cgroups locked, so a pod
+// wanted again meanwhile is either kept or made anew after the removal.
+// Failures are retried at the next call.
 func (m *Manager) RemoveOrphans(keep func(types.UID) bool) error {
 	var errs []error
 	for uid := range m.PodUIDs() {
-		if keep(uid) {
-			continue
-		}
-		err := m.RemovePod(uid)
-		if err != nil {
-			killed := 0
-			for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
-				for _, h := range m.hiers {
-					killed += killTasks(filepath.Join(h.dir, CgroupfsPath(PodName(m.root, qos, uid))))
-				}
-			}
-			if killed > 0 {
-				klog.InfoS("Killed processes left in the cgroup of a removed pod", "podUID", uid, "processes", killed)
-				// SIGKILLed tasks leave their cgroup as they exit, within
-				// moments; one more try now, else at the next pass.
-				time.Sleep(100 * time.Millisecond)
-				err = m.RemovePod(uid)
-			}
-		}
-		if err != nil {
+		if err := m.removeOrphan(uid, keep); err != nil {
 			errs = append(errs, fmt.Errorf("pod %s: %w", uid, err))
-			continue
 		}
-		klog.V(2).InfoS("Removed the cgroup of a removed pod", "podUID", uid)
 	}
 	return errors.Join(errs...)
+}
+
+func (m *Manager) removeOrphan(uid types.UID, keep func(types.UID) bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if keep(uid) {
+		return nil
+	}
+	err := m.removePodLocked(uid)
+	if err != nil {
+		killed := 0
+		for _, dir := range m.podDirs(uid) {
+			killed += killTasks(dir)
+		}
+		if killed == 0 {
+			return err
+		}
+		klog.InfoS("Killed processes left in the cgroup of a removed pod", "podUID", uid, "processes", killed)
+		// SIGKILLed tasks leave their cgroup as they exit, within moments:
+		// one more try now, else at the next pass.
+		time.Sleep(200 * time.Millisecond)
+		if err = m.removePodLocked(uid); err != nil {
+			return err
+		}
+	}
+	klog.InfoS("Removed the cgroup of a pod no longer on the node", "podUID", uid)
+	return nil
 }
