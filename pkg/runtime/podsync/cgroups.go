@@ -29,6 +29,7 @@ type cgroupHook struct {
 var (
 	_ SandboxHook   = (*cgroupHook)(nil)
 	_ RunningKeeper = (*cgroupHook)(nil)
+	_ Releaser      = (*cgroupHook)(nil)
 )
 
 func (*cgroupHook) Name() string { return "pod cgroup" }
@@ -49,6 +50,14 @@ func (*cgroupHook) Prepare(context.Context, *v1.Pod) (Resources, error) { return
 func (h *cgroupHook) KeepRunning(_ context.Context, pod *v1.Pod) error {
 	_, err := h.cgroups.EnsurePod(pod)
 	return err
+}
+
+// Release removes the cgroup of a pod all of whose containers and
+// sandboxes are stopped, as upstream does when a pod terminates: their
+// cgroups went with their processes. A pod started again (a static pod
+// re-added) gets its cgroup made anew before its new sandbox.
+func (h *cgroupHook) Release(_ context.Context, uid types.UID) error {
+	return h.cgroups.RemovePod(uid)
 }
 
 func (h *cgroupHook) Teardown(_ context.Context, uid types.UID) error {

@@ -28,7 +28,8 @@ func (f *fakeCgroups) RemovePod(uid types.UID) error {
 
 // TestPodCgroupHook: the sandbox is created in the pod's cgroup, made
 // before it; a pod whose cgroup cannot be made gets no sandbox; the cgroup
-// is removed with the pod, after its containers.
+// is removed once the pod is stopped, and again (a no-op then) with the
+// pod's removal, never while it runs.
 func TestPodCgroupHook(t *testing.T) {
 	h := newHarness(t)
 	cg := &fakeCgroups{}
@@ -46,6 +47,14 @@ func TestPodCgroupHook(t *testing.T) {
 	}
 	wantCalls(t, "cgroup calls after start", cg.calls, []string{"ensure uid-1"})
 
+	// A sandbox replaced within a sync keeps the pod's cgroup.
+	h.rt.killSandbox(h.rt.status(pod.UID).LatestSandbox().ID)
+	if res := h.sync(pod); res.Err != nil {
+		t.Fatalf("SyncPod after the sandbox died: %v", res.Err)
+	}
+	wantCalls(t, "cgroup calls after a new sandbox", cg.calls, []string{"ensure uid-1", "ensure uid-1"})
+	cg.calls = []string{"ensure uid-1"}
+
 	ctx := context.Background()
 	if err := h.s.RemovePod(ctx, h.rt.status(pod.UID)); !errors.Is(err, ErrStillRunning) {
 		t.Fatalf("RemovePod of a running pod = %v", err)
@@ -54,10 +63,11 @@ func TestPodCgroupHook(t *testing.T) {
 	if err := h.s.KillPod(ctx, pod, h.rt.status(pod.UID), nil); err != nil {
 		t.Fatal(err)
 	}
+	wantCalls(t, "cgroup calls after the kill", cg.calls, []string{"ensure uid-1", "remove uid-1"})
 	if err := h.s.RemovePod(ctx, h.rt.status(pod.UID)); err != nil {
 		t.Fatal(err)
 	}
-	wantCalls(t, "cgroup calls after removal", cg.calls, []string{"ensure uid-1", "remove uid-1"})
+	wantCalls(t, "cgroup calls after removal", cg.calls, []string{"ensure uid-1", "remove uid-1", "remove uid-1"})
 
 	// A cgroup that cannot be made keeps the sandbox from being created.
 	h2 := newHarness(t)
