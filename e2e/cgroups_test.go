@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -137,7 +138,7 @@ func TestPodCgroups(t *testing.T) {
 	root := n.CgroupRoot
 
 	n.WriteManifest("g.yaml", qosManifest("guaranteed", "{cpu: 200m, memory: 64Mi}", "{cpu: 200m, memory: 64Mi}", "sleep 3600"))
-	n.WriteManifest("b.yaml", qosManifest("burstable", "{cpu: 100m, memory: 32Mi}", "{memory: 128Mi}", "sleep 3600"))
+	n.WriteManifest("b.yaml", qosManifest("burstable", "{cpu: 100m, memory: 2Gi}", "{memory: 4Gi}", "sleep 3600"))
 	n.WriteManifest("be.yaml", qosManifest("besteffort", "", "", "sleep 3600"))
 	uids := map[string]types.UID{}
 	for _, name := range []string{"guaranteed", "burstable", "besteffort"} {
@@ -157,7 +158,7 @@ func TestPodCgroups(t *testing.T) {
 	want := map[string]map[string]string{
 		"guaranteed": {"cpu.shares": "204", "cpu.cfs_quota_us": "20000", "cpu.cfs_period_us": "100000", "memory.limit_in_bytes": strconv.Itoa(64 << 20), "pids.max": "64"},
 		// No CPU limit: no quota; every container sets a memory limit.
-		"burstable":  {"cpu.shares": "102", "cpu.cfs_quota_us": "-1", "memory.limit_in_bytes": strconv.Itoa(128 << 20), "pids.max": "64"},
+		"burstable":  {"cpu.shares": "102", "cpu.cfs_quota_us": "-1", "memory.limit_in_bytes": strconv.Itoa(4 << 30), "pids.max": "64"},
 		"besteffort": {"cpu.shares": "2", "cpu.cfs_quota_us": "-1", "memory.limit_in_bytes": unlimited, "pids.max": "64"},
 	}
 	controllerOf := func(file string) string { return strings.SplitN(file, ".", 2)[0] }
@@ -180,7 +181,8 @@ func TestPodCgroups(t *testing.T) {
 	// the class. containerd (restrict_oom_score_adj, required here) raises
 	// a score below its own to its own: the Guaranteed -997 ends up there.
 	containerdAdj := readInt(t, "/proc/"+strings.TrimSpace(mustRead(t, filepath.Join(rt.StateDir, "containerd.pid")))+"/oom_score_adj")
-	burstableAdj := 1000 - 1000*(32<<20)/memTotal(t)
+	// 1000 less the container's request in permille of the node's memory.
+	burstableAdj := 1000 - 1000*(2<<30)/memTotal(t)
 	wantAdj := map[string]int64{"guaranteed": max(-997, containerdAdj), "burstable": burstableAdj, "besteffort": 1000}
 	for name, dir := range dirs {
 		var sleep int
@@ -227,8 +229,9 @@ func mustRead(t *testing.T, path string) string {
 }
 
 // TestPodPidsLimit: a fork bomb (bounded: 200 forks at most) is stopped
-// at --pod-max-pids in its own pod while another pod keeps running and
-// forking.
+// at --pod-max-pids in its own pod - the kernel refuses its forks, and
+// busybox sh gives up with exit code 2 - while another pod keeps running
+// and forking.
 func TestPodPidsLimit(t *testing.T) {
 	requireCgroupV1(t)
 	rt := framework.StartRuntime(t)
@@ -237,40 +240,66 @@ func TestPodPidsLimit(t *testing.T) {
 
 	n.WriteManifest("steady.yaml", podManifest("steady", container("c", "while true; do date > /tmp/last; sleep 0.2; done")))
 	steady := n.WaitPod("steady"+staticSuffix, 90*time.Second, "running", framework.Running)
+	// echo is a shell builtin: only sleep forks.
 	n.WriteManifest("bomb.yaml", podManifest("bomb", container("c",
-		"i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i+1)); done; echo forked; sleep 3600")))
-	bomb := n.WaitPod("bomb"+staticSuffix, 90*time.Second, "running", framework.Running)
-
-	dir := filepath.Join(framework.CgroupFS, "pids", n.CgroupRoot, "kubepods", "besteffort", "pod"+string(bomb.UID))
-	poll.Until(t, 60*time.Second, 100*time.Millisecond, "the fork bomb to hit its pids limit", func() (bool, string) {
-		ev, err := os.ReadFile(filepath.Join(dir, "pids.events"))
-		if err != nil {
-			return false, err.Error()
-		}
-		f := strings.Fields(string(ev))
-		return len(f) == 2 && f[0] == "max" && f[1] != "0", "pids.events: " + string(ev)
+		"i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i+1)); echo forked $i; done; echo all forked; sleep 3600")))
+	bomb := n.WaitPod("bomb"+staticSuffix, 90*time.Second, "the bomb stopped by its limit", func(p *v1.Pod) bool {
+		c := framework.ContainerStatus(p, "c")
+		return c != nil && c.LastTerminationState.Terminated != nil
 	})
-	if cur := readInt(t, filepath.Join(dir, "pids.current")); cur > limit {
-		t.Errorf("bomb pod has %d tasks, above its limit %d", cur, limit)
+	podDir := filepath.Join(framework.CgroupFS, "pids", n.CgroupRoot, "kubepods", "besteffort", "pod"+string(bomb.UID))
+	if got := strings.TrimSpace(mustRead(t, filepath.Join(podDir, "pids.max"))); got != strconv.Itoa(limit) {
+		t.Errorf("bomb pod pids.max = %s, want %d", got, limit)
 	}
-	t.Logf("MEASURE fork bomb pod tasks %d (limit %d), pids.events %s", readInt(t, filepath.Join(dir, "pids.current")), limit,
-		strings.TrimSpace(mustRead(t, filepath.Join(dir, "pids.events"))))
+	if code := framework.ContainerStatus(bomb, "c").LastTerminationState.Terminated.ExitCode; code != 2 {
+		t.Errorf("bomb exit code %d, want 2 (busybox sh: can't fork)", code)
+	}
+	logFile := filepath.Join(n.LogDir, fmt.Sprintf("default_%s_%s", bomb.Name, bomb.UID), "c", "0.log")
+	log := mustRead(t, logFile)
+	if !strings.Contains(log, "can't fork") || strings.Contains(log, "all forked") {
+		t.Errorf("bomb log does not show a refused fork:\n%s", lastLines(log, 5))
+	}
+	forked := 0
+	for _, line := range strings.Split(log, "\n") {
+		if i := strings.Index(line, "forked "); i >= 0 {
+			if k, err := strconv.Atoi(strings.TrimSpace(line[i+len("forked "):])); err == nil {
+				forked = max(forked, k)
+			}
+		}
+	}
+	// The pod's tasks (threads): the sandbox's pause (a Go program here,
+	// with its runtime's threads), the shell and its sleeps.
+	if forked >= limit {
+		t.Errorf("bomb forked %d processes, beyond its pod's limit %d", forked, limit)
+	}
+	t.Logf("MEASURE fork bomb forked %d processes before the kernel refused one (pod limit %d tasks, with the pause process's threads and the shell)", forked, limit)
 
 	// The other pod is untouched: still running, never restarted, and its
 	// loop still forks (its own cgroup is far from the limit).
-	steadyDir := filepath.Join(framework.CgroupFS, "pids", n.CgroupRoot, "kubepods", "besteffort", "pod"+string(steady.UID))
-	before := readInt(t, filepath.Join(steadyDir, "pids.current"))
 	p, err := n.Pod("steady" + staticSuffix)
 	if err != nil || !framework.Running(p) || framework.ContainerStatus(p, "c").RestartCount != 0 {
 		t.Fatalf("steady pod after the bomb: %v %+v", err, p)
 	}
-	ev := strings.TrimSpace(mustRead(t, filepath.Join(steadyDir, "pids.events")))
-	if ev != "max 0" {
-		t.Errorf("steady pod hit its limit: pids.events %q", ev)
+	steadyDir := filepath.Join(framework.CgroupFS, "pids", n.CgroupRoot, "kubepods", "besteffort", "pod"+string(steady.UID))
+	if cur := readInt(t, filepath.Join(steadyDir, "pids.current")); cur >= limit {
+		t.Errorf("steady pod has %d tasks, at its limit", cur)
 	}
-	t.Logf("steady pod: %d tasks, pids.events %q", before, ev)
+	client := framework.CRIClient(t, rt)
+	id := strings.TrimPrefix(framework.ContainerStatus(p, "c").ContainerID, "containerd://")
+	stamp := func() string {
+		r, err := client.ExecSync(context.Background(), id, []string{"cat", "/tmp/last"}, 10*time.Second)
+		if err != nil {
+			return err.Error()
+		}
+		return string(r.Stdout)
+	}
+	first := stamp()
+	poll.Until(t, 30*time.Second, 200*time.Millisecond, "the steady pod's loop to go on forking", func() (bool, string) {
+		now := stamp()
+		return now != first, now
+	})
 
-	// Removing the bomb kills all of it and its cgroup goes.
+	// Removing the bomb stops all of it and its cgroup goes.
 	n.RemoveManifest("bomb.yaml")
 	n.WaitPod("bomb"+staticSuffix, 60*time.Second, "pod gone", func(p *v1.Pod) bool { return p == nil })
 	poll.Until(t, 60*time.Second, 100*time.Millisecond, "bomb pod cgroup removed", func() (bool, string) {
@@ -357,7 +386,8 @@ func TestPodCgroupsRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"--cgroup-driver", "systemd"}, "--cgroup-driver=systemd"},
-		{[]string{"--cgroup-root", "/nodelet-e2e-no-such-root"}, `--cgroup-root "/nodelet-e2e-no-such-root" does not exist`},
+		// klog escapes the quotes around the root in the error.
+		{[]string{"--cgroup-root", "/nodelet-e2e-no-such-root"}, `/nodelet-e2e-no-such-root\" does not exist in /sys/fs/cgroup/`},
 	} {
 		n := framework.NewNodelet(t, rt, tc.args...)
 		out, err := exec.Command(n.Bin, n.Args...).CombinedOutput()
