@@ -94,11 +94,21 @@ func New(cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("--cgroup-root %q does not exist in %s: %w", cfg.Root, h.dir, err)
 		}
 	}
+	m, err := newManager(cfg, root, mode, hiers)
+	if err != nil {
+		return nil, err
+	}
+	klog.InfoS("Pod cgroups", "mode", mode, "driver", cfg.Driver, "kubepods", m.parent(PodsName(root)), "podPidsLimit", cfg.PodPidsLimit)
+	return m, nil
+}
+
+// newManager is New on hierarchies found (or, in tests, made up) and
+// checked: it makes the QoS cgroups.
+func newManager(cfg Config, root Name, mode Mode, hiers []hierarchy) (*Manager, error) {
 	m := &Manager{cfg: cfg, root: root, mode: mode, hiers: hiers, pods: map[types.UID]podCgroup{}}
 	if err := m.ensureQOS(); err != nil {
 		return nil, err
 	}
-	klog.InfoS("Pod cgroups", "mode", mode, "driver", cfg.Driver, "kubepods", m.parent(PodsName(root)), "podPidsLimit", cfg.PodPidsLimit)
 	return m, nil
 }
 
