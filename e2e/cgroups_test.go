@@ -185,11 +185,19 @@ func TestPodCgroups(t *testing.T) {
 	burstableAdj := 1000 - 1000*(2<<30)/memTotal(t)
 	wantAdj := map[string]int64{"guaranteed": max(-997, containerdAdj), "burstable": burstableAdj, "besteffort": 1000}
 	for name, dir := range dirs {
-		var sleep int
+		var sleep, pause int
 		for pid, comm := range procsIn(filepath.Join(framework.CgroupFS, "memory", dir)) {
-			if comm == "sleep" {
+			switch comm {
+			case "sleep":
 				sleep = pid
+			case "pause":
+				pause = pid
 			}
+		}
+		if pause == 0 {
+			t.Errorf("%s: no sandbox process in its pod cgroup %s", name, dir)
+		} else {
+			t.Logf("%s: sandbox (pause) oom_score_adj %d", name, readInt(t, fmt.Sprintf("/proc/%d/oom_score_adj", pause)))
 		}
 		if sleep == 0 {
 			t.Errorf("%s: no container process in its pod cgroup %s", name, dir)
