@@ -425,3 +425,50 @@ func TestPodCgroupsV2(t *testing.T) {
 		}
 	}
 }
+
+// TestPodCgroupsSurviveRestart: a restarted nodelet keeps the running
+// pods' cgroups (its sweep at start spares pods that are wanted and in the
+// runtime), relearns the burstable pods' requests for the burstable
+// cgroup's shares, and restarts no container.
+func TestPodCgroupsSurviveRestart(t *testing.T) {
+	requireCgroupV1(t)
+	rt := framework.StartRuntime(t)
+	// --v 4: housekeeping logs its container GC pass.
+	n := framework.StartNodelet(t, rt, "--v", "4")
+	n.WriteManifest("b.yaml", qosManifest("burstable", "{cpu: 300m}", "", "sleep 3600"))
+	p := n.WaitPod("burstable"+staticSuffix, 90*time.Second, "running", framework.Running)
+	id := framework.ContainerStatus(p, "c").ContainerID
+	pods := filepath.Join(n.CgroupRoot, "kubepods")
+	podDir := filepath.Join(pods, "burstable", "pod"+string(p.UID))
+	if got := cgroupFile(t, "cpu", filepath.Join(pods, "burstable"), "cpu.shares"); got != "307" {
+		t.Fatalf("burstable cpu.shares = %s, want 307", got)
+	}
+
+	n.Stop()
+	const housekeepingGC = "Housekeeping: container garbage collection"
+	passesBefore := strings.Count(n.Log(), housekeepingGC)
+	n.Start()
+	// The restarted nodelet makes the QoS cgroups again (shares back to
+	// the minimum) and counts the pod once it has synced it.
+	poll.Until(t, 60*time.Second, 100*time.Millisecond, "the burstable shares relearnt", func() (bool, string) {
+		got := cgroupFile(t, "cpu", filepath.Join(pods, "burstable"), "cpu.shares")
+		return got == "307", "cpu.shares " + got
+	})
+	// Past the first housekeeping sweep (once the manifest source is ready,
+	// with container GC): the pod's cgroup is still there, its container
+	// too.
+	poll.Until(t, 60*time.Second, 100*time.Millisecond, "the restarted nodelet's first housekeeping pass", func() (bool, string) {
+		c := strings.Count(n.Log(), housekeepingGC)
+		return c > passesBefore, fmt.Sprintf("%d passes logged, %d before the restart", c, passesBefore)
+	})
+	if gone, _ := cgroupGone(podDir); gone {
+		t.Fatalf("the running pod's cgroup was removed at restart")
+	}
+	if procs := procsIn(filepath.Join(framework.CgroupFS, "memory", podDir)); len(procs) == 0 {
+		t.Errorf("no process left in the pod's cgroup")
+	}
+	p, err := n.Pod("burstable" + staticSuffix)
+	if err != nil || framework.ContainerStatus(p, "c").ContainerID != id || framework.ContainerStatus(p, "c").RestartCount != 0 {
+		t.Errorf("container restarted across the restart: %v %+v", err, framework.ContainerStatus(p, "c"))
+	}
+}
