@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -117,6 +118,9 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		SeccompDefault: opts.SeccompDefault, UserNamespaces: features.userNamespaces,
 		NodeAllocatable: allocatable,
 	}
+	if mem, ok := allocatable[v1.ResourceMemory]; ok {
+		configOpts.MemoryCapacity = mem.Value()
+	}
 	syncOpts := podsync.Options{
 		ResolvConf: opts.ResolvConf,
 		Metrics:    metrics.RuntimeOperations{},
@@ -144,6 +148,13 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		syncOpts.RuntimeClasses = runtimeClasses{cl.client}
 	}
 	syncOpts.Config = configOpts
+	podCg, err := podCgroups(opts)
+	if err != nil {
+		return nil, err
+	}
+	if podCg != nil {
+		syncOpts.Cgroups = podCg
+	}
 	syncer := podsync.New(client, recorder, syncOpts)
 
 	merger := config.NewMerger(config.Incremental)
@@ -196,6 +207,9 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		Wakeups: wakeups, Prober: probes, Admit: admit, Recorder: recorder, Cluster: member,
 		Housekeeper: containerGCFunc(func(ctx context.Context, wanted func(types.UID) bool) error {
 			_, err := containerGC.GarbageCollect(ctx, wanted)
+			if podCg != nil {
+				err = errors.Join(err, sweepPodCgroups(ctx, podCg, runtimeLister{client}, wanted))
+			}
 			return err
 		}),
 	})

@@ -73,6 +73,8 @@ spec:
 		t.Fatal(err)
 	}
 	opts.PodLogsDir = filepath.Join(dir, "logs") // config file only: no flag
+	// Pod cgroups under a root of this test's, never the host's /kubepods.
+	opts.CgroupRoot = framework.NewCgroupRoot(t)
 
 	admin := adminClient(t, cluster.AdminKubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -202,6 +202,8 @@ type Kubelet struct {
 	Bin     string
 	LogFile string
 	Args    []string
+	// cgroupRoot is the node's private --cgroup-root (NewCgroupRoot).
+	cgroupRoot string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -212,6 +214,8 @@ type Kubelet struct {
 // NewKubelet prepares the drop-in's command line; Start reads kubeadm-flags.env.
 func (h *Host) NewKubelet(bin string) *Kubelet {
 	k := &Kubelet{h: h, Bin: bin, LogFile: filepath.Join(h.Dir, "nodelet.log")}
+	// Before the cleanup below, so that it runs after nodelet stopped.
+	k.cgroupRoot = NewCgroupRoot(h.t)
 	h.t.Cleanup(func() {
 		k.Stop()
 		if races := RaceReports(k.Log()); len(races) > 0 {
@@ -258,6 +262,11 @@ func (k *Kubelet) Start() {
 		"--kubeconfig=/etc/kubernetes/kubelet.conf",
 		"--config=/var/lib/kubelet/config.yaml",
 	}, flags...)
+	// $KUBELET_EXTRA_ARGS, as an operator sets them in /etc/default/kubelet:
+	// kubeadm writes cgroupDriver: systemd, which this host (no systemd)
+	// cannot do, and the nodes of one test share the host's cgroups, so
+	// each gets its own root.
+	k.Args = append(k.Args, "--cgroup-driver=cgroupfs", "--cgroup-root="+k.cgroupRoot)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out, err := os.OpenFile(k.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

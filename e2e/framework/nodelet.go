@@ -104,7 +104,10 @@ type Nodelet struct {
 	HealthzPort  int
 	// APIPort is the authenticated node API's --port, on 127.0.0.1.
 	APIPort int
-	Args    []string
+	// CgroupRoot is the --cgroup-root given: private to the test
+	// (NewCgroupRoot), the pods' cgroups are under CgroupRoot/kubepods.
+	CgroupRoot string
+	Args       []string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -149,6 +152,9 @@ func NewNodelet(t testing.TB, rt *Runtime, extra ...string) *Nodelet {
 		"--address", "127.0.0.1",
 		"--v", "3",
 	}
+	// Before the cleanup below, so that it runs after nodelet stopped.
+	n.CgroupRoot = NewCgroupRoot(t)
+	args = append(args, "--cgroup-root", n.CgroupRoot)
 	hasPath := false
 	for _, a := range extra {
 		if strings.HasPrefix(a, "--pod-manifest-path") {

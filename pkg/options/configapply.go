@@ -62,6 +62,10 @@ var supportedConfigFields = []string{
 	"serverTLSBootstrap",
 	"shutdownGracePeriod",
 	"shutdownGracePeriodCriticalPods",
+	"cgroupsPerQOS",
+	"cgroupRoot",
+	"cgroupDriver",
+	"podPidsLimit",
 }
 
 // applyConfigFile copies the supported fields the file sets onto o. A field
@@ -144,6 +148,10 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setNonZero(&o.StreamingConnectionIdleTimeout, kc.StreamingConnectionIdleTimeout.Duration)
 	setNonZero(&o.RotateCertificates, kc.RotateCertificates)
 	setNonZero(&o.ServerTLSBootstrap, kc.ServerTLSBootstrap)
+	setPtr(&o.CgroupsPerQOS, kc.CgroupsPerQOS)
+	setString(&o.CgroupRoot, kc.CgroupRoot)
+	setString(&o.CgroupDriver, kc.CgroupDriver)
+	setPtr(&o.PodPidsLimit, kc.PodPidsLimit)
 }
 
 func setString(dst *string, v string) { setNonZero(dst, v) }

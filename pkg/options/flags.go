@@ -97,6 +97,10 @@ func intFlag(name, usage string, field func(*Options) *int) flagSpec {
 	return bind(name, usage, field, (*pflag.FlagSet).IntVar, (*pflag.FlagSet).GetInt)
 }
 
+func int64Flag(name, usage string, field func(*Options) *int64) flagSpec {
+	return bind(name, usage, field, (*pflag.FlagSet).Int64Var, (*pflag.FlagSet).GetInt64)
+}
+
 func boolFlag(name, usage string, field func(*Options) *bool) flagSpec {
 	return bind(name, usage, field, (*pflag.FlagSet).BoolVar, (*pflag.FlagSet).GetBool)
 }
@@ -215,6 +219,14 @@ func flagSpecs() []flagSpec {
 			func(o *Options) *string { return &o.ResolvConf }),
 		boolFlag("seccomp-default", "Run containers that set no seccomp profile with the runtime's default profile (RuntimeDefault) instead of Unconfined.",
 			func(o *Options) *bool { return &o.SeccompDefault }),
+		boolFlag("cgroups-per-qos", "Make the kubepods cgroup with one cgroup per QoS class (burstable, besteffort) and per pod carrying the pod's CPU, memory and PID limits; the pod's containers are created under it. false leaves containers in the runtime's default cgroup.",
+			func(o *Options) *bool { return &o.CgroupsPerQOS }),
+		stringFlag("cgroup-root", "Existing cgroup under which kubepods is made (with --cgroups-per-qos). Empty is the root cgroup.",
+			func(o *Options) *string { return &o.CgroupRoot }),
+		stringFlag("cgroup-driver", "How cgroups are managed: cgroupfs (written directly) or systemd (slices; not supported yet, refused at start). Must match the runtime's.",
+			func(o *Options) *string { return &o.CgroupDriver }),
+		int64Flag("pod-max-pids", "Maximum number of processes in each pod (its cgroup's pids.max); -1 is unlimited. Needs --cgroups-per-qos.",
+			func(o *Options) *int64 { return &o.PodPidsLimit }),
 		stringSliceFlag("allowed-unsafe-sysctls", "Comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set besides the safe ones. Each must be namespaced.",
 			func(o *Options) *[]string { return &o.AllowedUnsafeSysctls }),
 

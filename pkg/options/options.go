@@ -118,6 +118,21 @@ type Options struct {
 	// SeccompDefault is --seccomp-default / seccompDefault: containers that
 	// ask for no seccomp profile get the runtime's default one.
 	SeccompDefault bool
+	// CgroupsPerQOS is --cgroups-per-qos / cgroupsPerQOS: make the kubepods
+	// hierarchy (burstable, besteffort) and one cgroup per pod carrying its
+	// limits, the runtime's CgroupParent for its containers (package
+	// cgroups). false puts containers under the runtime's default cgroup.
+	CgroupsPerQOS bool
+	// CgroupRoot is --cgroup-root / cgroupRoot: the existing cgroup kubepods
+	// is made under; "" is the root.
+	CgroupRoot string
+	// CgroupDriver is --cgroup-driver / cgroupDriver: cgroupfs or systemd
+	// (systemd is refused at start for now: package cgroups).
+	CgroupDriver string
+	// PodPidsLimit is --pod-max-pids / podPidsLimit: > 0 limits the tasks
+	// of each pod's cgroup; -1 (or 0) does not.
+	PodPidsLimit int64
+
 	// AllowedUnsafeSysctls is --allowed-unsafe-sysctls /
 	// allowedUnsafeSysctls: sysctls (or prefixes ending in '*') pods may
 	// set beyond the safe set.
@@ -228,6 +243,9 @@ func Defaults() *Options {
 		ImageGCLowThresholdPercent:     80,
 		ImageMinimumGCAge:              2 * time.Minute,
 		MaxPods:                        110,
+		CgroupsPerQOS:                  true,
+		CgroupDriver:                   "cgroupfs",
+		PodPidsLimit:                   -1,
 		ResolvConf:                     "/etc/resolv.conf",
 		RegisterNode:                   true,
 		NodeStatusUpdateFrequency:      10 * time.Second,

@@ -181,6 +181,10 @@ rotateCertificates: true
 serverTLSBootstrap: true
 shutdownGracePeriod: 30s
 shutdownGracePeriodCriticalPods: 10s
+cgroupsPerQOS: false
+cgroupRoot: /node
+cgroupDriver: systemd
+podPidsLimit: 0
 `
 
 func TestEverySupportedFieldIsApplied(t *testing.T) {
@@ -255,6 +259,10 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		Verbosity:                       2,
 		ShutdownGracePeriod:             30 * time.Second,
 		ShutdownGracePeriodCriticalPods: 10 * time.Second,
+		CgroupsPerQOS:                   false,
+		CgroupRoot:                      "/node",
+		CgroupDriver:                    "systemd",
+		PodPidsLimit:                    0, // -1 by default
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("options:\n got %+v\nwant %+v", o, want)
@@ -327,6 +335,7 @@ authorization:
   webhook: {cacheAuthorizedTTL: 0s, cacheUnauthorizedTTL: 0s}
 cgroupDriver: systemd
 containerRuntimeEndpoint: ""
+hairpinMode: hairpin-veth
 logging:
   flushFrequency: 0
   options:
@@ -336,8 +345,9 @@ logging:
 rotateCertificates: true
 runtimeRequestTimeout: 0s
 `, []string{
-			// rotateCertificates, which kubeadm always writes, is honoured.
-			`config field "cgroupDriver" is not supported by nodelet and is ignored`,
+			// rotateCertificates and cgroupDriver, which kubeadm always
+			// writes, are honoured.
+			`config field "hairpinMode" is not supported by nodelet and is ignored`,
 		}},
 	}
 	for _, tc := range tests {
@@ -359,13 +369,13 @@ runtimeRequestTimeout: 0s
 
 func TestUnsupportedFlagWarnings(t *testing.T) {
 	stubHostname(t, "host")
-	_, warnings, err := resolveArgs(t, "", "--fail-swap-on=false", "--cgroup-driver", "systemd", "--max-pods=5")
+	_, warnings, err := resolveArgs(t, "", "--fail-swap-on=false", "--hairpin-mode", "none", "--max-pods=5")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
-		"flag --cgroup-driver is not supported by nodelet and is ignored",
 		"flag --fail-swap-on is not supported by nodelet and is ignored",
+		"flag --hairpin-mode is not supported by nodelet and is ignored",
 	}
 	if !slices.Equal(warnings, want) {
 		t.Errorf("warnings:\n got %q\nwant %q", warnings, want)

@@ -2,7 +2,6 @@ package options
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,13 +31,6 @@ func isDuration(def time.Duration) func(string) bool {
 	}
 }
 
-func isInt(def int) func(string) bool {
-	return func(v string) bool {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		return err == nil && n == def
-	}
-}
-
 // refusedFlags are the unsupported flags (see unsupported.go) that stop
 // nodelet when set to anything but upstream's default.
 var refusedFlags = map[string]refusal{
@@ -48,8 +40,6 @@ var refusedFlags = map[string]refusal{
 		"nodelet has no run-once mode"},
 	"config-dir": {isValue(""),
 		"nodelet does not read drop-in configuration; settings there (authentication, TLS, ...) would be ignored"},
-	"pod-max-pids": {isInt(-1),
-		"nodelet does not limit the processes of a pod; one pod could exhaust the node's PIDs"},
 }
 
 // refusedFlagErrors names every unsupported flag set to a value nodelet
@@ -79,7 +69,6 @@ func isRefusedFlag(f *pflag.Flag) bool {
 // them to anything but upstream's default.
 var refusedFields = map[string]string{
 	"protectKernelDefaults":                  refusedFlags["protect-kernel-defaults"].reason,
-	"podPidsLimit":                           refusedFlags["pod-max-pids"].reason,
 	"imagePullCredentialsVerificationPolicy": "nodelet does not verify that a pod may use an image another pod pulled with credentials",
 	"preloadedImagesVerificationAllowlist":   "nodelet does not verify that a pod may use an image another pod pulled with credentials",
 }

@@ -87,7 +87,6 @@ var nonDefault = map[string]string{
 	"protect-kernel-defaults": "true",
 	"runonce":                 "true",
 	"config-dir":              "/etc/kubernetes/kubelet.conf.d",
-	"pod-max-pids":            "100",
 }
 
 // upstreamDefault gives each refused flag its upstream default, spelled as
@@ -96,7 +95,6 @@ var upstreamDefault = map[string]string{
 	"protect-kernel-defaults": "false",
 	"runonce":                 "false",
 	"config-dir":              "",
-	"pod-max-pids":            "-1",
 }
 
 func TestRefusedFlags(t *testing.T) {
@@ -134,7 +132,6 @@ func TestRefusedFlags(t *testing.T) {
 func TestRefusedFields(t *testing.T) {
 	tests := map[string]string{
 		"protectKernelDefaults":                  "protectKernelDefaults: true",
-		"podPidsLimit":                           "podPidsLimit: 1024",
 		"imagePullCredentialsVerificationPolicy": "imagePullCredentialsVerificationPolicy: AlwaysVerify",
 		"preloadedImagesVerificationAllowlist":   "preloadedImagesVerificationAllowlist: [registry.k8s.io/pause]",
 	}

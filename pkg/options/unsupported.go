@@ -16,7 +16,6 @@ import (
 // "--fail-swap-on=false" parse; every other flag takes one value.
 var (
 	unsupportedBoolFlags = []string{
-		"cgroups-per-qos",
 		"contention-profiling",
 		"cpu-cfs-quota",
 		"enable-controller-attach-detach",
@@ -32,8 +31,6 @@ var (
 		"serialize-image-pulls",
 	}
 	unsupportedValueFlags = []string{
-		"cgroup-driver",
-		"cgroup-root",
 		"cloud-config",
 		// Removed upstream (dockershim, 1.24-1.27) but still in old unit files.
 		"cni-bin-dir",
@@ -74,7 +71,6 @@ var (
 		"node-status-max-images",
 		"oom-score-adj",
 		"pod-cidr",
-		"pod-max-pids",
 		"pods-per-core",
 		"qos-reserved",
 		"registry-burst",

@@ -112,6 +112,8 @@ func (o *Options) Validate() error {
 		add("--container-log-max-files (%d) must be at least 2", o.ContainerLogMaxFiles)
 	}
 
+	errs = append(errs, o.validateCgroups()...)
+
 	switch o.AuthorizationMode {
 	case AuthorizationModeAlwaysAllow, AuthorizationModeWebhook:
 	default:
@@ -265,4 +267,27 @@ func isRestrictedLabel(key string) bool {
 		}
 	}
 	return true
+}
+
+// validateCgroups checks the cgroup settings that need no look at the host
+// (package cgroups checks the rest at start).
+func (o *Options) validateCgroups() []error {
+	var errs []error
+	switch o.CgroupDriver {
+	case "cgroupfs", "systemd":
+	default:
+		errs = append(errs, fmt.Errorf("--cgroup-driver (%q) must be cgroupfs or systemd", o.CgroupDriver))
+	}
+	if o.CgroupRoot != "" && !strings.HasPrefix(o.CgroupRoot, "/") {
+		errs = append(errs, fmt.Errorf("--cgroup-root (%q) must be an absolute cgroup path", o.CgroupRoot))
+	}
+	// Upstream then silently limits nothing; the limit lives on the pod
+	// cgroup, which only exists with cgroups per QoS.
+	if o.PodPidsLimit > 0 && !o.CgroupsPerQOS {
+		errs = append(errs, fmt.Errorf("--pod-max-pids (podPidsLimit) %d needs --cgroups-per-qos: the limit is set on the pod's cgroup", o.PodPidsLimit))
+	}
+	if o.PodPidsLimit < -1 {
+		errs = append(errs, fmt.Errorf("--pod-max-pids (%d) must be -1 (unlimited) or more", o.PodPidsLimit))
+	}
+	return errs
 }

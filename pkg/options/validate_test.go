@@ -141,12 +141,12 @@ func TestValidate(t *testing.T) {
 
 func TestResolveReportsValidationAndKeepsWarnings(t *testing.T) {
 	stubHostname(t, "host")
-	_, warnings, err := resolveArgs(t, "", "--image-gc-low-threshold=85", "--image-gc-high-threshold=80", "--cgroup-driver=systemd")
+	_, warnings, err := resolveArgs(t, "", "--image-gc-low-threshold=85", "--image-gc-high-threshold=80", "--hairpin-mode=none")
 	if err == nil || !strings.Contains(err.Error(), "--image-gc-low-threshold (85) must be less than --image-gc-high-threshold (80)") {
 		t.Errorf("err = %v", err)
 	}
 	if len(warnings) != 1 {
-		t.Errorf("warnings = %q, want the --cgroup-driver one", warnings)
+		t.Errorf("warnings = %q, want the --hairpin-mode one", warnings)
 	}
 }
 
@@ -165,5 +165,36 @@ func TestHostname(t *testing.T) {
 	stubHostname(t, "")
 	if _, err := hostname(""); err == nil {
 		t.Error("empty hostname: want error")
+	}
+}
+
+func TestValidateCgroups(t *testing.T) {
+	stubHostname(t, "host")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cgroup-driver=sysd"}, `--cgroup-driver ("sysd") must be cgroupfs or systemd`},
+		{[]string{"--cgroup-root=kubelet"}, `--cgroup-root ("kubelet") must be an absolute cgroup path`},
+		{[]string{"--cgroups-per-qos=false", "--pod-max-pids=100"}, "--pod-max-pids (podPidsLimit) 100 needs --cgroups-per-qos"},
+		{[]string{"--pod-max-pids=-5"}, "--pod-max-pids (-5) must be -1 (unlimited) or more"},
+		{[]string{"--pod-max-pids=100", "--cgroup-root=/a", "--cgroup-driver=systemd"}, ""},
+		{[]string{"--cgroups-per-qos=false", "--pod-max-pids=-1"}, ""},
+	}
+	for _, tc := range tests {
+		_, _, err := resolveArgs(t, "", tc.args...)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	o, _, err := resolveArgs(t, "")
+	if err != nil || !o.CgroupsPerQOS || o.CgroupDriver != "cgroupfs" || o.CgroupRoot != "" || o.PodPidsLimit != -1 {
+		t.Errorf("defaults: %+v, %v", o, err)
 	}
 }

@@ -143,6 +143,11 @@ func TestQOSClass(t *testing.T) {
 		{[]v1.ResourceRequirements{guaranteed}, v1.PodQOSGuaranteed},
 		{[]v1.ResourceRequirements{burst}, v1.PodQOSBurstable},
 		{[]v1.ResourceRequirements{guaranteed, {}}, v1.PodQOSBurstable},
+		// Only CPU and memory count, as upstream.
+		{[]v1.ResourceRequirements{{Requests: v1.ResourceList{v1.ResourceEphemeralStorage: q("1Gi")}}}, v1.PodQOSBestEffort},
+		// A request left out beside its limit is defaulted to it.
+		{[]v1.ResourceRequirements{{Limits: guaranteed.Limits}}, v1.PodQOSGuaranteed},
+		{[]v1.ResourceRequirements{{Limits: v1.ResourceList{v1.ResourceCPU: q("1")}}}, v1.PodQOSBurstable},
 	}
 	for i, tc := range tests {
 		p := &v1.Pod{}
@@ -152,6 +157,11 @@ func TestQOSClass(t *testing.T) {
 		if got := QOSClass(p); got != tc.want {
 			t.Errorf("%d: %s, want %s", i, got, tc.want)
 		}
+	}
+	// Pod-level resources decide alone.
+	p := &v1.Pod{Spec: v1.PodSpec{Resources: &guaranteed, Containers: []v1.Container{{}}}}
+	if got := QOSClass(p); got != v1.PodQOSGuaranteed {
+		t.Errorf("pod-level guaranteed: %s", got)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/nodelet/nodelet/pkg/cgroups"
 	podutil "github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
@@ -44,6 +45,9 @@ type ConfigOptions struct {
 	HostDNS *runtimeapi.DNSConfig
 	// NodeAllocatable is what a resourceFieldRef to an unset limit reads.
 	NodeAllocatable v1.ResourceList
+	// MemoryCapacity is the node's memory in bytes, what a Burstable
+	// container's OOM score is relative to (package cgroups); 0: unknown.
+	MemoryCapacity int64
 	// ServiceEnv, when set, returns the service variables of a pod
 	// (KUBERNETES_SERVICE_HOST, docker links) added to every container;
 	// an error keeps the container from starting.
@@ -249,7 +253,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, p ContainerParams, opts Confi
 		Tty:         c.TTY,
 		Devices:     p.Resources.Devices,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       containerResources(c),
+			Resources:       containerResources(pod, c, opts.MemoryCapacity),
 			SecurityContext: sc,
 		},
 	}
@@ -356,7 +360,9 @@ func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 
 // CPU and memory limits become cgroup settings the way the API documents
 // them: shares from the request (2, the minimum, without one), a CFS quota
-// per 100 ms period from the limit, and the memory limit as is.
+// per 100 ms period from the limit, and the memory limit as is. The OOM
+// score adjustment follows the pod's QoS class, as upstream's; the runtime
+// may raise it to its own (containerd's restrict_oom_score_adj).
 const (
 	minShares    = 2
 	sharesPerCPU = 1024
@@ -364,8 +370,8 @@ const (
 	minQuota     = 1000   // µs, the kernel's minimum quota
 )
 
-func containerResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
-	r := &runtimeapi.LinuxContainerResources{}
+func containerResources(pod *v1.Pod, c *v1.Container, memoryCapacity int64) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{OomScoreAdj: cgroups.OOMScoreAdj(pod, c, memoryCapacity)}
 	req, hasReq := c.Resources.Requests[v1.ResourceCPU]
 	lim, hasLim := c.Resources.Limits[v1.ResourceCPU]
 	milli := int64(0)

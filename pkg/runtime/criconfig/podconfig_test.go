@@ -212,7 +212,7 @@ func TestContainerConfig(t *testing.T) {
 		t.Errorf("security context = %v", sc)
 	}
 	r := cfg.Linux.Resources
-	if r.CpuShares != 256 || r.CpuQuota != 50000 || r.CpuPeriod != 100000 || r.MemoryLimitInBytes != 64<<20 {
+	if r.CpuShares != 256 || r.CpuQuota != 50000 || r.CpuPeriod != 100000 || r.MemoryLimitInBytes != 64<<20 || r.OomScoreAdj != 999 {
 		t.Errorf("resources = %v", r)
 	}
 }
@@ -229,7 +229,7 @@ func TestContainerConfigHostNetworkPodIP(t *testing.T) {
 	if got := string(cfg.Envs[0].Value); got != "192.168.1.10" {
 		t.Errorf("host-network pod IP = %q, want the node IP", got)
 	}
-	if r := cfg.Linux.Resources; r.CpuShares != 2 || r.CpuQuota != 0 || r.MemoryLimitInBytes != 0 {
+	if r := cfg.Linux.Resources; r.CpuShares != 2 || r.CpuQuota != 0 || r.MemoryLimitInBytes != 0 || r.OomScoreAdj != 1000 {
 		t.Errorf("best-effort resources = %v", r)
 	}
 }

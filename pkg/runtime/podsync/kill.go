@@ -28,11 +28,23 @@ const defaultGrace = v1.DefaultTerminationGracePeriodSeconds * time.Second
 // runtime sends SIGTERM, then SIGKILL once the grace period is over), and
 // then its sandboxes. pod may be nil for an orphan found in the runtime;
 // gracePeriod, when set, overrides every container's grace period (in
-// seconds). Containers and sandboxes already gone are not an error.
+// seconds). Containers and sandboxes already gone are not an error. Once
+// everything is stopped the pod's resources that go with a stopped pod are
+// released (Releaser: its cgroup).
 func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, gracePeriod *int64) error {
 	if status == nil {
 		return nil
 	}
+	if err := s.killPod(ctx, pod, status, gracePeriod); err != nil {
+		return err
+	}
+	s.releaseResources(ctx, status.UID)
+	return nil
+}
+
+// killPod is KillPod without the release: for a sandbox that is replaced
+// within a sync, whose pod goes on.
+func (s *Syncer) killPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, gracePeriod *int64) error {
 	var (
 		mu   sync.Mutex
 		errs []error

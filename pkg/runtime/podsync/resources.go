@@ -9,11 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"k8s.io/klog/v2"
+
 	"github.com/nodelet/nodelet/pkg/runtime/criconfig"
 )
 
 // The pod-resource pipeline: what a pod's containers need besides their
-// image (volumes today; devices, the pod cgroup and persistent volumes
+// image (the pod cgroup and volumes today; devices and persistent volumes
 // next) is prepared by resource hooks, run in the order resourceHooks
 // declares, each in a file of its own. Adding a kind of pod resource means
 // adding a hook there, not editing the syncer. Nomad's alloc-runner hooks
@@ -126,11 +128,23 @@ type RunningKeeper interface {
 	KeepRunning(ctx context.Context, pod *v1.Pod) error
 }
 
-// resourceHooks declares the pipeline, in the order its hooks run.
+// Releaser is a ResourceHook with something to release as soon as a pod
+// is stopped - every container and sandbox stopped by KillPod - rather than
+// once they are removed, which container GC may do much later: the pod
+// cgroup, which upstream removes when the pod terminates. A failure is
+// logged; Teardown tries again.
+type Releaser interface {
+	Release(ctx context.Context, uid types.UID) error
+}
+
+// resourceHooks declares the pipeline, in the order its hooks run; they
+// are torn down in reverse, so the pod cgroup goes last.
 func resourceHooks(opts Options) []ResourceHook {
-	return []ResourceHook{
-		newVolumeHook(opts.Config, opts.Volumes),
+	var hooks []ResourceHook
+	if opts.Cgroups != nil {
+		hooks = append(hooks, &cgroupHook{cgroups: opts.Cgroups})
 	}
+	return append(hooks, newVolumeHook(opts.Config, opts.Volumes))
 }
 
 // checkSpec fails for the first resource of pod a hook refuses.
@@ -194,6 +208,18 @@ func (p *podSync) keepResources(ctx context.Context) {
 	for _, h := range p.s.resources {
 		if k, ok := h.(RunningKeeper); ok {
 			p.fail(k.KeepRunning(ctx, p.pod))
+		}
+	}
+}
+
+// releaseResources runs the Releasers' Release, in reverse order, each
+// whatever the others did; failures are logged.
+func (s *Syncer) releaseResources(ctx context.Context, uid types.UID) {
+	for i := len(s.resources) - 1; i >= 0; i-- {
+		if r, ok := s.resources[i].(Releaser); ok {
+			if err := r.Release(ctx, uid); err != nil {
+				klog.InfoS("Could not release a stopped pod's resources yet; retried when the pod is removed", "hook", s.resources[i].Name(), "podUID", uid, "err", err)
+			}
 		}
 	}
 }

@@ -124,6 +124,9 @@ type Options struct {
 	// PullProgressInterval is how often a pull still going is logged
 	// (DefaultPullProgressInterval).
 	PullProgressInterval time.Duration
+	// Cgroups makes the pods' cgroups (--cgroups-per-qos); nil: none, the
+	// runtime's default cgroup.
+	Cgroups PodCgroups
 	// BindSubpath binds a container's subPath mounts before it is created.
 	// nil binds them safely on this node (package volumes/subpath); tests
 	// without mount privileges pass their own.
@@ -236,7 +239,7 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 			s.event(pod, v1.EventTypeNormal, ReasonSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		}
 		klog.V(2).InfoS("Killing pod", "pod", klog.KObj(pod), "reason", a.KillPodReason)
-		if err := s.KillPod(ctx, pod, p.status, nil); err != nil {
+		if err := s.killPod(ctx, pod, p.status, nil); err != nil {
 			p.fail(fmt.Errorf("kill pod (%s): %w", a.KillPodReason, err))
 			return
 		}
