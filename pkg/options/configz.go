@@ -73,6 +73,11 @@ func (o *Options) KubeletConfiguration() *kubeletconfigv1beta1.KubeletConfigurat
 	kc.EnableSystemLogQuery = b(o.EnableSystemLogQuery)
 	kc.EnableDebugFlagsHandler = b(o.EnableDebugFlagsHandler)
 	kc.StreamingConnectionIdleTimeout = dur(o.StreamingConnectionIdleTimeout)
+	kc.CgroupsPerQOS = b(o.CgroupsPerQOS)
+	kc.CgroupRoot = o.CgroupRoot
+	kc.CgroupDriver = o.CgroupDriver
+	pids := o.PodPidsLimit
+	kc.PodPidsLimit = &pids
 	kc.RotateCertificates = o.RotateCertificates
 	kc.ServerTLSBootstrap = o.ServerTLSBootstrap
 	return kc
