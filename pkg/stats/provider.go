@@ -35,6 +35,9 @@ type Runtime interface {
 	// namespace is the pod's; used for pod network stats when the sandbox
 	// stats give none. Failing: no pod network stats then.
 	SandboxPID(ctx context.Context, sandboxID string) (int, error)
+	// ContainerCgroup returns a container's cgroups path (its OCI spec's
+	// linux.cgroupsPath); only Detailed asks, once per container.
+	ContainerCgroup(ctx context.Context, containerID string) (string, error)
 }
 
 // Config configures a Provider.
@@ -45,18 +48,25 @@ type Config struct {
 	RootDir string
 	// PodLogsDir is where container logs live.
 	PodLogsDir string
-	// ProcRoot is /proc; tests point it at a fake tree.
-	ProcRoot string
+	// ProcRoot is /proc, SysRoot /sys, CgroupRoot /sys/fs/cgroup and
+	// EtcRoot /etc unless set; tests point them at fake trees.
+	ProcRoot, SysRoot, CgroupRoot, EtcRoot string
 	// Now is time.Now unless set.
 	Now func() time.Time
 }
 
 // Provider builds summaries. It is safe for concurrent use.
 type Provider struct {
-	cfg   Config
-	host  host
-	rates *cpuRates
-	du    *diskUsage
+	cfg     Config
+	host    host
+	rates   *cpuRates
+	du      *diskUsage
+	cgroups *cgroupReader
+	// cgroupPaths caches containers' cgroups paths by container ID; a
+	// path never changes for a container.
+	cgroupPaths *idCache[string]
+	machine     onceValue[MachineInfo]
+	fsDevices   *idCache[string] // mountpoint -> device
 
 	mu   sync.Mutex
 	pids map[string]int // sandbox ID -> PID; a sandbox's PID never changes
@@ -78,15 +88,27 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = "/proc"
 	}
+	if cfg.SysRoot == "" {
+		cfg.SysRoot = "/sys"
+	}
+	if cfg.CgroupRoot == "" {
+		cfg.CgroupRoot = filepath.Join(cfg.SysRoot, "fs", "cgroup")
+	}
+	if cfg.EtcRoot == "" {
+		cfg.EtcRoot = "/etc"
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Provider{
-		cfg:   cfg,
-		host:  host{proc: cfg.ProcRoot},
-		rates: newCPURates(),
-		du:    newDiskUsage(cfg.Now),
-		pids:  map[string]int{},
+		cfg:         cfg,
+		host:        host{proc: cfg.ProcRoot},
+		rates:       newCPURates(),
+		du:          newDiskUsage(cfg.Now),
+		cgroups:     newCgroupReader(cfg.CgroupRoot, filepath.Join(cfg.SysRoot, "dev", "block")),
+		cgroupPaths: newIDCache[string](4096),
+		fsDevices:   newIDCache[string](64),
+		pids:        map[string]int{},
 	}, nil
 }
 
@@ -156,6 +178,12 @@ func (p *Provider) sandboxStats(ctx context.Context) []*runtimeapi.PodSandboxSta
 // Summary returns the node's summary. With onlyCPUAndMemory, file systems
 // and network are left out (metrics-server's request).
 func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsapi.Summary, error) {
+	return p.summary(ctx, onlyCPUAndMemory, nil)
+}
+
+// summary builds the summary; a non-nil d collects, for every container
+// the summary reports, what Detailed adds.
+func (p *Provider) summary(ctx context.Context, onlyCPUAndMemory bool, d *Detail) (*statsapi.Summary, error) {
 	rs, err := p.readRuntime(ctx, !onlyCPUAndMemory)
 	if err != nil {
 		return nil, err
@@ -165,7 +193,10 @@ func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsap
 	if err != nil {
 		return nil, err
 	}
-	pods := p.podStats(ctx, rs, now, onlyCPUAndMemory)
+	pods := p.podStats(ctx, rs, now, onlyCPUAndMemory, d)
+	if d != nil && rs.imageFs != nil && len(rs.imageFs.ImageFilesystems) > 0 {
+		d.ImageFsDevice = p.fsDevice(rs.imageFs.ImageFilesystems[0].GetFsId().GetMountpoint())
+	}
 	p.rates.forget(10 * time.Minute)
 	p.du.forget()
 	return &statsapi.Summary{Node: *node, Pods: pods}, nil
@@ -225,7 +256,7 @@ func (p *Provider) imageFs(rs *runtimeState, now metav1.Time) *statsapi.FsStats 
 
 // podStats reports every pod whose newest sandbox is ready, with its
 // running containers.
-func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Time, only bool) []statsapi.PodStats {
+func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Time, only bool, d *Detail) []statsapi.PodStats {
 	newest := map[string]*runtimeapi.PodSandbox{}
 	for _, sb := range rs.sandboxes {
 		uid := sb.GetLabels()[cri.LabelPodUID]
@@ -273,7 +304,11 @@ func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Ti
 		}
 		for _, c := range bySandbox[sb.Id] {
 			ps.Containers = append(ps.Containers, p.containerStats(c.Id, c.GetMetadata().GetName(), c.CreatedAt, rs.stats[c.Id], logDir, rs, now, only))
+			if d != nil {
+				d.Containers[ContainerKey{PodUID: uid, Name: c.GetMetadata().GetName()}] = p.containerDetail(ctx, c)
+			}
 		}
+
 		sort.Slice(ps.Containers, func(i, j int) bool { return ps.Containers[i].Name < ps.Containers[j].Name })
 
 		sbs := rs.sandboxStats[sb.Id].GetLinux()

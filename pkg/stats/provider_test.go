@@ -63,6 +63,15 @@ type fakeRuntime struct {
 	// nil fails them.
 	sandboxStats func() ([]*runtimeapi.PodSandboxStats, error)
 	pid          func(sandboxID string) (int, error)
+	// cgroups answers ContainerCgroup; a missing ID fails it.
+	cgroups map[string]string
+}
+
+func (f *fakeRuntime) ContainerCgroup(_ context.Context, id string) (string, error) {
+	if p, ok := f.cgroups[id]; ok {
+		return p, nil
+	}
+	return "", errors.New("no cgroup")
 }
 
 func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {

@@ -1,0 +1,287 @@
+package stats
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// CgroupStats are the figures of one container that the CRI stats do not
+// carry and cAdvisor reads from the container's cgroup (v1): page cache,
+// block I/O and the resource spec the runtime applied. A field the kernel
+// did not give is left at its zero value with its Has flag false.
+type CgroupStats struct {
+	// MemoryCache is memory.stat total_cache.
+	MemoryCache    uint64
+	HasMemoryCache bool
+	// MemoryLimit is memory.limit_in_bytes; cAdvisor reports "no limit"
+	// (the kernel's page-rounded max) as 0, and so does the collector.
+	MemoryLimit    uint64
+	HasMemoryLimit bool
+	// CPUShares, CPUQuota (µs, 0: no quota) and CPUPeriod (µs) from
+	// cpu.shares, cpu.cfs_quota_us and cpu.cfs_period_us.
+	CPUShares, CPUQuota, CPUPeriod uint64
+	HasCPU                         bool
+	// IO is bytes read and written by block device, from
+	// blkio.throttle.io_service_bytes_recursive.
+	IO []DeviceIO
+}
+
+// DeviceIO is the bytes read from and written to one block device.
+type DeviceIO struct {
+	// Device is the device's node, /dev/<name>, as cAdvisor labels it;
+	// "major:minor" when it cannot be named.
+	Device      string
+	Read, Write uint64
+}
+
+// cgroupReader reads cgroup v1 controller files under a root
+// (/sys/fs/cgroup; a fake tree in tests).
+type cgroupReader struct {
+	root string
+	// sysDev is /sys/dev/block, where "major:minor" links name devices.
+	sysDev string
+
+	mu    sync.Mutex
+	names map[string]string // "major:minor" -> "/dev/sda"
+}
+
+func newCgroupReader(root, sysDev string) *cgroupReader {
+	return &cgroupReader{root: root, sysDev: sysDev, names: map[string]string{}}
+}
+
+// errCgroupPath is a cgroups path nodelet cannot map to cgroupfs
+// directories (the systemd driver's "slice:prefix:name" form).
+var errCgroupPath = errors.New("not a cgroupfs path")
+
+// read returns the cgroup figures of the cgroup at path (the OCI spec's
+// linux.cgroupsPath, e.g. /k8s.io/<id>). Files that cannot be read leave
+// their fields unset; only a path that is not a cgroupfs path, or a
+// container whose memory cgroup is gone, is an error.
+func (r *cgroupReader) read(path string) (*CgroupStats, error) {
+	if !strings.HasPrefix(path, "/") || strings.Contains(path, ":") || strings.Contains(path, "..") {
+		return nil, fmt.Errorf("cgroup %q: %w", path, errCgroupPath)
+	}
+	cs := &CgroupStats{}
+	mem := filepath.Join(r.root, "memory", path)
+	stat, err := os.ReadFile(filepath.Join(mem, "memory.stat"))
+	if err != nil {
+		return nil, fmt.Errorf("memory cgroup of %s: %w", path, err)
+	}
+	if v, ok := statValue(stat, "total_cache"); ok {
+		cs.MemoryCache, cs.HasMemoryCache = v, true
+	}
+	if v, err := readUint(filepath.Join(mem, "memory.limit_in_bytes")); err == nil {
+		cs.MemoryLimit, cs.HasMemoryLimit = v, true
+	}
+	cpu := filepath.Join(r.root, "cpu", path)
+	shares, errS := readUint(filepath.Join(cpu, "cpu.shares"))
+	period, errP := readUint(filepath.Join(cpu, "cpu.cfs_period_us"))
+	quota, errQ := readInt(filepath.Join(cpu, "cpu.cfs_quota_us"))
+	if errS == nil && errP == nil && errQ == nil {
+		cs.HasCPU = true
+		cs.CPUShares, cs.CPUPeriod = shares, period
+		if quota > 0 { // -1: no quota, which cAdvisor does not report
+			cs.CPUQuota = uint64(quota)
+		}
+	}
+	blk := filepath.Join(r.root, "blkio", path)
+	data, err := os.ReadFile(filepath.Join(blk, "blkio.throttle.io_service_bytes_recursive"))
+	if err != nil {
+		data, err = os.ReadFile(filepath.Join(blk, "blkio.throttle.io_service_bytes"))
+	}
+	if err == nil {
+		cs.IO = r.parseIO(data)
+	}
+	return cs, nil
+}
+
+// statValue finds "key value" in a memory.stat file.
+func statValue(data []byte, key string) (uint64, bool) {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		k, v, ok := bytes.Cut(line, []byte{' '})
+		if !ok || string(k) != key {
+			continue
+		}
+		n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// parseIO reads blkio's "major:minor Read|Write|... bytes" lines into one
+// entry per device with traffic lines, in the file's order.
+func (r *cgroupReader) parseIO(data []byte) []DeviceIO {
+	var out []DeviceIO
+	idx := map[string]int{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || (f[1] != "Read" && f[1] != "Write") {
+			continue
+		}
+		v, err := strconv.ParseUint(f[2], 10, 64)
+		if err != nil {
+			continue
+		}
+		i, ok := idx[f[0]]
+		if !ok {
+			i = len(out)
+			idx[f[0]] = i
+			out = append(out, DeviceIO{Device: r.deviceName(f[0])})
+		}
+		if f[1] == "Read" {
+			out[i].Read = v
+		} else {
+			out[i].Write = v
+		}
+	}
+	return out
+}
+
+// deviceName names a block device by its "major:minor" through the
+// /sys/dev/block link (…/block/sda), cached: device numbers do not change
+// names while the machine runs.
+func (r *cgroupReader) deviceName(majMin string) string {
+	r.mu.Lock()
+	name, ok := r.names[majMin]
+	r.mu.Unlock()
+	if ok {
+		return name
+	}
+	name = majMin
+	if target, err := os.Readlink(filepath.Join(r.sysDev, majMin)); err == nil {
+		name = "/dev/" + filepath.Base(target)
+	}
+	r.mu.Lock()
+	if len(r.names) < 1024 {
+		r.names[majMin] = name
+	}
+	r.mu.Unlock()
+	return name
+}
+
+func readUint(path string) (uint64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+}
+
+func readInt(path string) (int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+}
+
+// mountDevice returns the source device of the file system holding path
+// ("/dev/sda1"), looked up in <proc>/self/mountinfo by device number; ""
+// when it cannot be found.
+func mountDevice(proc, path string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return ""
+	}
+	want := fmt.Sprintf("%d:%d", unixMajor(st.Dev), unixMinor(st.Dev))
+	data, err := os.ReadFile(filepath.Join(proc, "self", "mountinfo"))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		// id parent major:minor root mountpoint opts [optional...] - fstype source superopts
+		f := strings.Fields(line)
+		if len(f) < 3 || f[2] != want {
+			continue
+		}
+		for i, x := range f {
+			if x == "-" && i+2 < len(f) {
+				return f[i+2]
+			}
+		}
+	}
+	return ""
+}
+
+func unixMajor(dev uint64) uint64 { return (dev>>8)&0xfff | (dev>>32)&^0xfff }
+func unixMinor(dev uint64) uint64 { return dev&0xff | (dev>>12)&^0xff }
+
+// MachineInfo is the machine's capacity as cAdvisor reports it, with the
+// identifiers it labels machine series with.
+type MachineInfo struct {
+	Cores                         int
+	MemoryBytes                   uint64
+	MachineID, SystemUUID, BootID string
+}
+
+// machineInfo reads the machine's logical CPUs, installed memory and
+// identity. Missing identity files leave their label empty, as cAdvisor.
+func (h host) machineInfo(sys, etc string) (MachineInfo, error) {
+	m := MachineInfo{}
+	online, err := os.ReadFile(filepath.Join(sys, "devices", "system", "cpu", "online"))
+	if err != nil {
+		return m, fmt.Errorf("online CPUs: %w", err)
+	}
+	if m.Cores, err = countCPUList(strings.TrimSpace(string(online))); err != nil {
+		return m, err
+	}
+	kv, err := readKeyValues(filepath.Join(h.proc, "meminfo"), 1024)
+	if err != nil {
+		return m, fmt.Errorf("meminfo: %w", err)
+	}
+	if m.MemoryBytes = kv["MemTotal"]; m.MemoryBytes == 0 {
+		return m, fmt.Errorf("%s/meminfo: no MemTotal", h.proc)
+	}
+	first := func(paths ...string) string {
+		for _, p := range paths {
+			if data, err := os.ReadFile(p); err == nil {
+				return strings.TrimSpace(string(data))
+			}
+		}
+		return ""
+	}
+	m.MachineID = first(filepath.Join(etc, "machine-id"), filepath.Join("/var/lib/dbus", "machine-id"))
+	m.SystemUUID = first(filepath.Join(sys, "class", "dmi", "id", "product_uuid"))
+	m.BootID = first(filepath.Join(h.proc, "sys", "kernel", "random", "boot_id"))
+	return m, nil
+}
+
+// countCPUList counts the CPUs of a kernel CPU list such as "0-3,8,10-11".
+func countCPUList(s string) (int, error) {
+	n := 0
+	for _, part := range strings.Split(s, ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0, fmt.Errorf("cpu list %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0, fmt.Errorf("cpu list %q: bad range %q", s, part)
+			}
+		}
+		n += b - a + 1
+	}
+	if n == 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("cpu list %q: no CPUs", s)
+	}
+	return n, nil
+}
