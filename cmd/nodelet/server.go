@@ -185,6 +185,7 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 		HealthChecks:    d.health,
 		ResourceMetrics: metrics.ResourceMetricsHandler(statsProvider.Summary),
 		ProbeMetrics:    metrics.ProbeMetricsHandler(),
+		CadvisorMetrics: metrics.CadvisorHandler(statsProvider.Detailed),
 		FindPod: func(namespace, name string) (*v1.Pod, bool) {
 			return d.pods.PodByFullName(name, namespace)
 		},

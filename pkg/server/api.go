@@ -34,6 +34,9 @@ type APIDeps struct {
 	ResourceMetrics http.Handler
 	// ProbeMetrics serves /metrics/probes (prober_probe_total, ...).
 	ProbeMetrics http.Handler
+	// CadvisorMetrics serves /metrics/cadvisor, cAdvisor's container and
+	// machine series.
+	CadvisorMetrics http.Handler
 
 	// FindPod returns the desired pod (regular or static, never a mirror)
 	// by namespace and name.
@@ -98,6 +101,7 @@ func APIRoutes(d APIDeps) http.Handler {
 	mux.Handle("GET /metrics", orNotImplemented(d.Metrics, "metrics"))
 	mux.Handle("GET /metrics/resource", orNotImplemented(d.ResourceMetrics, "resource metrics"))
 	mux.Handle("GET /metrics/probes", orNotImplemented(d.ProbeMetrics, "probe metrics"))
+	mux.Handle("GET /metrics/cadvisor", orNotImplemented(d.CadvisorMetrics, "cAdvisor metrics"))
 
 	mux.Handle("GET /stats/summary", summaryHandler(d))
 	mux.Handle("POST /stats/summary", summaryHandler(d))
