@@ -202,7 +202,6 @@ func TestCadvisorMetricsConcurrent(t *testing.T) {
 	}
 }
 
-
 // BenchmarkCadvisorScrape is one scrape of /metrics/cadvisor over a fake
 // source of 100 containers (50 pods of 2), encoding included.
 func BenchmarkCadvisorScrape(b *testing.B) {
