@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -24,6 +25,13 @@ type Detail struct {
 	// missing.
 	Machine    MachineInfo
 	MachineErr error
+
+	images *imageLookup
+}
+
+// imageLookup lists the runtime's images at most once per Detailed call.
+type imageLookup struct {
+	listed bool
 }
 
 // ContainerKey names a container of the summary: its pod's UID and its
@@ -50,7 +58,7 @@ type ContainerDetail struct {
 // and its Detail. It costs the summary plus, per container, a few cgroup
 // file reads; a container's cgroups path is asked of the runtime once.
 func (p *Provider) Detailed(ctx context.Context) (*Detail, error) {
-	d := &Detail{Containers: map[ContainerKey]ContainerDetail{}}
+	d := &Detail{Containers: map[ContainerKey]ContainerDetail{}, images: &imageLookup{}}
 	s, err := p.summary(ctx, false, d)
 	if err != nil {
 		return nil, err
@@ -62,10 +70,10 @@ func (p *Provider) Detailed(ctx context.Context) (*Detail, error) {
 	return d, nil
 }
 
-func (p *Provider) containerDetail(ctx context.Context, c *runtimeapi.Container) ContainerDetail {
+func (p *Provider) containerDetail(ctx context.Context, c *runtimeapi.Container, d *Detail) ContainerDetail {
 	cd := ContainerDetail{ID: c.Id, Image: c.GetImage().GetUserSpecifiedImage()}
 	if cd.Image == "" {
-		cd.Image = c.GetImage().GetImage()
+		cd.Image = p.imageName(ctx, c.GetImage().GetImage(), d.images)
 	}
 	path, ok := p.cgroupPaths.get(c.Id)
 	if !ok {
@@ -84,6 +92,39 @@ func (p *Provider) containerDetail(ctx context.Context, c *runtimeapi.Container)
 	}
 	cd.Cgroup = cs
 	return cd
+}
+
+// imageName names an image the way the runtime's container status does
+// (containerd: the image's first repo tag), since cAdvisor's image label is
+// that name. The runtime lists containers with the image reference nodelet
+// created them with, an image ID; IDs are resolved through ListImages,
+// cached. A reference that is not an ID, or an ID with no tag, stays as it
+// is.
+func (p *Provider) imageName(ctx context.Context, ref string, l *imageLookup) string {
+	if !strings.HasPrefix(ref, "sha256:") {
+		return ref
+	}
+	if name, ok := p.imageNames.get(ref); ok {
+		return name
+	}
+	if l.listed {
+		return ref
+	}
+	l.listed = true
+	images, err := p.cfg.Runtime.ListImages(ctx, nil)
+	if err != nil {
+		klog.V(3).InfoS("Stats: listing images", "err", err)
+		return ref
+	}
+	for _, img := range images {
+		if len(img.RepoTags) > 0 {
+			p.imageNames.put(img.Id, img.RepoTags[0])
+		}
+	}
+	if name, ok := p.imageNames.get(ref); ok {
+		return name
+	}
+	return ref
 }
 
 // fsDevice returns the device of the file system holding path, cached.

@@ -99,7 +99,8 @@ func TestDetailed(t *testing.T) {
 		cgroups: map[string]string{"app-1": "/k8s.io/app-1"},
 	}
 	rt.containers[0].Image = &runtimeapi.ImageSpec{Image: "sha256:abc", UserSpecifiedImage: "busybox:1"}
-	rt.containers[1].Image = &runtimeapi.ImageSpec{Image: "docker.io/library/side:2"}
+	rt.containers[1].Image = &runtimeapi.ImageSpec{Image: "sha256:side"}
+	rt.images = []*runtimeapi.Image{{Id: "sha256:side", RepoTags: []string{"docker.io/library/side:2", "side:latest"}}, {Id: "sha256:untagged"}}
 	proc := fakeProc(t, 1000)
 	p, _, _ := newTestProvider(t, rt, proc, func(string) (int, error) { return 42, nil })
 	sys, cg, etc := t.TempDir(), t.TempDir(), t.TempDir()
@@ -133,5 +134,16 @@ func TestDetailed(t *testing.T) {
 	delete(rt.cgroups, "app-1")
 	if d, err = p.Detailed(context.Background()); err != nil || d.Containers[ContainerKey{PodUID: "uid-web", Name: "app"}].CgroupPath != "/k8s.io/app-1" {
 		t.Errorf("second scrape: %+v %v", d, err)
+	}
+	// Image names are cached: images were listed once.
+	if rt.imageLists != 1 {
+		t.Errorf("images listed %d times", rt.imageLists)
+	}
+	// An untagged image keeps its ID; the images are listed once per scrape at most.
+	rt.containers[1].Image = &runtimeapi.ImageSpec{Image: "sha256:untagged"}
+	rt.containers[0].Image = &runtimeapi.ImageSpec{Image: "sha256:other"}
+	d, _ = p.Detailed(context.Background())
+	if got := d.Containers[ContainerKey{PodUID: "uid-web", Name: "side"}].Image; got != "sha256:untagged" || rt.imageLists != 2 {
+		t.Errorf("untagged image %q, %d lists", got, rt.imageLists)
 	}
 }

@@ -38,6 +38,9 @@ type Runtime interface {
 	// ContainerCgroup returns a container's cgroups path (its OCI spec's
 	// linux.cgroupsPath); only Detailed asks, once per container.
 	ContainerCgroup(ctx context.Context, containerID string) (string, error)
+	// ListImages lists the runtime's images; Detailed names a container's
+	// image by its first tag when the runtime reports only its ID.
+	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
 }
 
 // Config configures a Provider.
@@ -67,6 +70,7 @@ type Provider struct {
 	cgroupPaths *idCache[string]
 	machine     onceValue[MachineInfo]
 	fsDevices   *idCache[string] // mountpoint -> device
+	imageNames  *idCache[string] // image ID -> first repo tag
 
 	mu   sync.Mutex
 	pids map[string]int // sandbox ID -> PID; a sandbox's PID never changes
@@ -108,6 +112,7 @@ func New(cfg Config) (*Provider, error) {
 		cgroups:     newCgroupReader(cfg.CgroupRoot, filepath.Join(cfg.SysRoot, "dev", "block")),
 		cgroupPaths: newIDCache[string](4096),
 		fsDevices:   newIDCache[string](64),
+		imageNames:  newIDCache[string](1024),
 		pids:        map[string]int{},
 	}, nil
 }
@@ -305,7 +310,7 @@ func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Ti
 		for _, c := range bySandbox[sb.Id] {
 			ps.Containers = append(ps.Containers, p.containerStats(c.Id, c.GetMetadata().GetName(), c.CreatedAt, rs.stats[c.Id], logDir, rs, now, only))
 			if d != nil {
-				d.Containers[ContainerKey{PodUID: uid, Name: c.GetMetadata().GetName()}] = p.containerDetail(ctx, c)
+				d.Containers[ContainerKey{PodUID: uid, Name: c.GetMetadata().GetName()}] = p.containerDetail(ctx, c, d)
 			}
 		}
 

@@ -65,6 +65,14 @@ type fakeRuntime struct {
 	pid          func(sandboxID string) (int, error)
 	// cgroups answers ContainerCgroup; a missing ID fails it.
 	cgroups map[string]string
+	images  []*runtimeapi.Image
+	// imageLists counts ListImages calls.
+	imageLists int
+}
+
+func (f *fakeRuntime) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	f.imageLists++
+	return f.images, nil
 }
 
 func (f *fakeRuntime) ContainerCgroup(_ context.Context, id string) (string, error) {
