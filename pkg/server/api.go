@@ -88,7 +88,7 @@ func NewAPIServer(addr string, tlsConfig *tls.Config, auth Auth, deps APIDeps) *
 // APIHandler is the node API's handler: the routes of APIRoutes behind
 // WithAuth, counted by path.
 func APIHandler(auth Auth, deps APIDeps) http.Handler {
-	return instrument(WithAuth(APIRoutes(deps), auth))
+	return countKubeletHTTP(instrument(WithAuth(APIRoutes(deps), auth)), serverReadWrite)
 }
 
 // APIRoutes are the node API's endpoints, without authentication. Paths
