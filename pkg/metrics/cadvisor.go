@@ -27,18 +27,26 @@ const maxMemoryLimit = uint64(1) << 62
 // kubelet serves them on /metrics/cadvisor), so that the
 // kubernetes-mixin, kube-prometheus rules and dashboards read them.
 const (
-	famCPU = iota
+	famCFSPeriods = iota
+	famCFSThrottledPeriods
+	famCFSThrottledSeconds
+	famCPU
 	famFsLimit
 	famFsReads
+	famFsReadOps
 	famFsUsage
 	famFsWrites
+	famFsWriteOps
 	famLastSeen
 	famMemCache
 	famMemRSS
+	famMemSwap
 	famMemUsage
 	famMemWS
 	famNetRx
+	famNetRxErrors
 	famNetTx
+	famNetTxErrors
 	famScrapeError
 	famCPUPeriod
 	famCPUQuota
@@ -63,26 +71,34 @@ var (
 	counter = dto.MetricType_COUNTER
 
 	cadvisorFamilies = [numFamilies]family{
-		famCPU:          {"container_cpu_usage_seconds_total", "Cumulative cpu time consumed in seconds.", counter, "cpu"},
-		famFsLimit:      {"container_fs_limit_bytes", "Number of bytes that can be consumed by the container on this filesystem.", gauge, "device"},
-		famFsReads:      {"container_fs_reads_bytes_total", "Cumulative count of bytes read", counter, "device"},
-		famFsUsage:      {"container_fs_usage_bytes", "Number of bytes that are consumed by the container on this filesystem.", gauge, "device"},
-		famFsWrites:     {"container_fs_writes_bytes_total", "Cumulative count of bytes written", counter, "device"},
-		famLastSeen:     {"container_last_seen", "Last time a container was seen by the exporter", gauge, ""},
-		famMemCache:     {"container_memory_cache", "Number of bytes of page cache memory.", gauge, ""},
-		famMemRSS:       {"container_memory_rss", "Size of RSS in bytes.", gauge, ""},
-		famMemUsage:     {"container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of when it was accessed", gauge, ""},
-		famMemWS:        {"container_memory_working_set_bytes", "Current working set in bytes.", gauge, ""},
-		famNetRx:        {"container_network_receive_bytes_total", "Cumulative count of bytes received", counter, "interface"},
-		famNetTx:        {"container_network_transmit_bytes_total", "Cumulative count of bytes transmitted", counter, "interface"},
-		famScrapeError:  {"container_scrape_error", "1 if there was an error while getting container metrics, 0 otherwise", gauge, ""},
-		famCPUPeriod:    {"container_spec_cpu_period", "CPU period of the container.", gauge, ""},
-		famCPUQuota:     {"container_spec_cpu_quota", "CPU quota of the container.", gauge, ""},
-		famCPUShares:    {"container_spec_cpu_shares", "CPU share of the container.", gauge, ""},
-		famMemLimit:     {"container_spec_memory_limit_bytes", "Memory limit for the container.", gauge, ""},
-		famStart:        {"container_start_time_seconds", "Start time of the container since unix epoch in seconds.", gauge, ""},
-		famMachineCores: {"machine_cpu_cores", "Number of logical CPU cores.", gauge, ""},
-		famMachineMem:   {"machine_memory_bytes", "Amount of memory installed on the machine.", gauge, ""},
+		famCFSPeriods:          {"container_cpu_cfs_periods_total", "Number of elapsed enforcement period intervals.", counter, ""},
+		famCFSThrottledPeriods: {"container_cpu_cfs_throttled_periods_total", "Number of throttled period intervals.", counter, ""},
+		famCFSThrottledSeconds: {"container_cpu_cfs_throttled_seconds_total", "Total time duration the container has been throttled.", counter, ""},
+		famCPU:                 {"container_cpu_usage_seconds_total", "Cumulative cpu time consumed in seconds.", counter, "cpu"},
+		famFsReadOps:           {"container_fs_reads_total", "Cumulative count of reads completed", counter, "device"},
+		famFsWriteOps:          {"container_fs_writes_total", "Cumulative count of writes completed", counter, "device"},
+		famMemSwap:             {"container_memory_swap", "Container swap usage in bytes.", gauge, ""},
+		famNetRxErrors:         {"container_network_receive_errors_total", "Cumulative count of errors encountered while receiving", counter, "interface"},
+		famNetTxErrors:         {"container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting", counter, "interface"},
+		famFsLimit:             {"container_fs_limit_bytes", "Number of bytes that can be consumed by the container on this filesystem.", gauge, "device"},
+		famFsReads:             {"container_fs_reads_bytes_total", "Cumulative count of bytes read", counter, "device"},
+		famFsUsage:             {"container_fs_usage_bytes", "Number of bytes that are consumed by the container on this filesystem.", gauge, "device"},
+		famFsWrites:            {"container_fs_writes_bytes_total", "Cumulative count of bytes written", counter, "device"},
+		famLastSeen:            {"container_last_seen", "Last time a container was seen by the exporter", gauge, ""},
+		famMemCache:            {"container_memory_cache", "Number of bytes of page cache memory.", gauge, ""},
+		famMemRSS:              {"container_memory_rss", "Size of RSS in bytes.", gauge, ""},
+		famMemUsage:            {"container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of when it was accessed", gauge, ""},
+		famMemWS:               {"container_memory_working_set_bytes", "Current working set in bytes.", gauge, ""},
+		famNetRx:               {"container_network_receive_bytes_total", "Cumulative count of bytes received", counter, "interface"},
+		famNetTx:               {"container_network_transmit_bytes_total", "Cumulative count of bytes transmitted", counter, "interface"},
+		famScrapeError:         {"container_scrape_error", "1 if there was an error while getting container metrics, 0 otherwise", gauge, ""},
+		famCPUPeriod:           {"container_spec_cpu_period", "CPU period of the container.", gauge, ""},
+		famCPUQuota:            {"container_spec_cpu_quota", "CPU quota of the container.", gauge, ""},
+		famCPUShares:           {"container_spec_cpu_shares", "CPU share of the container.", gauge, ""},
+		famMemLimit:            {"container_spec_memory_limit_bytes", "Memory limit for the container.", gauge, ""},
+		famStart:               {"container_start_time_seconds", "Start time of the container since unix epoch in seconds.", gauge, ""},
+		famMachineCores:        {"machine_cpu_cores", "Number of logical CPU cores.", gauge, ""},
+		famMachineMem:          {"machine_memory_bytes", "Amount of memory installed on the machine.", gauge, ""},
 	}
 	// maxSeriesPerContainer bounds the series of one container beside its
 	// per-device and per-interface ones.
@@ -116,7 +132,7 @@ type CadvisorGatherer struct {
 
 	mu     sync.Mutex
 	gen    uint64
-	labels map[string]*labelSet // by container ID, "pod/<uid>" or "machine"
+	labels map[labelKey]*labelSet
 }
 
 var _ prometheus.TransactionalGatherer = (*CadvisorGatherer)(nil)
@@ -124,19 +140,23 @@ var _ prometheus.TransactionalGatherer = (*CadvisorGatherer)(nil)
 // NewCadvisorGatherer returns a gatherer over detail; now stamps
 // container_last_seen.
 func NewCadvisorGatherer(detail DetailFunc, now func() time.Time) *CadvisorGatherer {
-	return &CadvisorGatherer{detail: detail, now: now, labels: map[string]*labelSet{}}
+	return &CadvisorGatherer{detail: detail, now: now, labels: map[labelKey]*labelSet{}}
 }
 
 // labelSet is the label pairs of one container (or pod, or the machine):
 // the base set, and the base set with each extra label value seen.
 type labelSet struct {
 	gen    uint64
-	values []string
+	values labelValues
 	base   []*dto.LabelPair
 	extra  map[extraKey][]*dto.LabelPair
 }
 
 type extraKey struct{ name, value string }
+
+// labelValues holds the values of containerLabelNames (or, first three,
+// machineLabelNames).
+type labelValues [6]string
 
 // Gather implements prometheus.TransactionalGatherer.
 func (g *CadvisorGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
@@ -164,7 +184,7 @@ func (g *CadvisorGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
 	a.reserve(seriesBound(d))
 	b.add(famScrapeError, nil, 0, time.Time{})
 	if d.MachineErr == nil {
-		m := b.labels("machine", []string{d.Machine.BootID, d.Machine.MachineID, d.Machine.SystemUUID}, machineLabelNames)
+		m := b.labels(labelKey{'m', ""}, labelValues{d.Machine.BootID, d.Machine.MachineID, d.Machine.SystemUUID}, machineLabelNames)
 		b.add(famMachineCores, m.base, float64(d.Machine.Cores), time.Time{})
 		b.add(famMachineMem, m.base, float64(d.Machine.MemoryBytes), time.Time{})
 	} else {
@@ -194,12 +214,12 @@ func seriesBound(d *stats.Detail) int {
 	for _, p := range d.Summary.Pods {
 		n += maxSeriesPerContainer
 		if p.Network != nil {
-			n += 2 * len(p.Network.Interfaces)
+			n += 4 * len(p.Network.Interfaces)
 		}
 		for _, c := range p.Containers {
 			n += maxSeriesPerContainer
 			if cd, ok := d.Containers[stats.ContainerKey{PodUID: p.PodRef.UID, Name: c.Name}]; ok && cd.Cgroup != nil {
-				n += 2 * len(cd.Cgroup.IO)
+				n += 4 * len(cd.Cgroup.IO)
 			}
 		}
 	}
@@ -219,7 +239,7 @@ func (b *builder) pod(d *stats.Detail, p *statsapi.PodStats) {
 	// The pod level has no cgroup of its own in nodelet (no pod cgroups
 	// yet): id, image and name are empty, as cAdvisor's for a pod cgroup
 	// are apart from id.
-	ls := b.labels("pod/"+ref.UID, []string{"", "", "", "", ref.Namespace, ref.Name}, containerLabelNames)
+	ls := b.labels(labelKey{'p', ref.UID}, labelValues{"", "", "", "", ref.Namespace, ref.Name}, containerLabelNames)
 	b.usage(ls, p.CPU, p.Memory)
 	if n := p.Network; n != nil {
 		for _, it := range n.Interfaces {
@@ -229,6 +249,12 @@ func (b *builder) pod(d *stats.Detail, p *statsapi.PodStats) {
 			}
 			if it.TxBytes != nil {
 				b.add(famNetTx, lp, float64(*it.TxBytes), n.Time.Time)
+			}
+			if it.RxErrors != nil {
+				b.add(famNetRxErrors, lp, float64(*it.RxErrors), n.Time.Time)
+			}
+			if it.TxErrors != nil {
+				b.add(famNetTxErrors, lp, float64(*it.TxErrors), n.Time.Time)
 			}
 		}
 	}
@@ -243,7 +269,7 @@ func (b *builder) pod(d *stats.Detail, p *statsapi.PodStats) {
 		if !ok {
 			continue
 		}
-		ls := b.labels(cd.ID, []string{c.Name, cd.CgroupPath, cd.Image, cd.ID, ref.Namespace, ref.Name}, containerLabelNames)
+		ls := b.labels(labelKey{'c', cd.ID}, labelValues{c.Name, cd.CgroupPath, cd.Image, cd.ID, ref.Namespace, ref.Name}, containerLabelNames)
 		b.usage(ls, c.CPU, c.Memory)
 		if fs := c.Rootfs; fs != nil && d.ImageFsDevice != "" {
 			lp := b.g.extra(ls, "device", d.ImageFsDevice)
@@ -289,6 +315,9 @@ func (b *builder) cgroup(ls *labelSet, cg *stats.CgroupStats) {
 	if cg.HasMemoryCache {
 		b.add(famMemCache, ls.base, float64(cg.MemoryCache), b.now)
 	}
+	if cg.HasMemorySwap {
+		b.add(famMemSwap, ls.base, float64(cg.MemorySwap), b.now)
+	}
 	if cg.HasMemoryLimit {
 		v := cg.MemoryLimit
 		if v > maxMemoryLimit {
@@ -300,6 +329,12 @@ func (b *builder) cgroup(ls *labelSet, cg *stats.CgroupStats) {
 		b.add(famCPUPeriod, ls.base, float64(cg.CPUPeriod), time.Time{})
 		if cg.CPUQuota != 0 {
 			b.add(famCPUQuota, ls.base, float64(cg.CPUQuota), time.Time{})
+			// As cAdvisor, CFS counters only for a container with a quota.
+			if cg.HasCFS {
+				b.add(famCFSPeriods, ls.base, float64(cg.CFSPeriods), b.now)
+				b.add(famCFSThrottledPeriods, ls.base, float64(cg.CFSThrottledPeriods), b.now)
+				b.add(famCFSThrottledSeconds, ls.base, float64(cg.CFSThrottledNanos)/1e9, b.now)
+			}
 		}
 		b.add(famCPUShares, ls.base, float64(cg.CPUShares), time.Time{})
 	}
@@ -307,16 +342,20 @@ func (b *builder) cgroup(ls *labelSet, cg *stats.CgroupStats) {
 		lp := b.g.extra(ls, "device", io.Device)
 		b.add(famFsReads, lp, float64(io.Read), b.now)
 		b.add(famFsWrites, lp, float64(io.Write), b.now)
+		b.add(famFsReadOps, lp, float64(io.ReadOps), b.now)
+		b.add(famFsWriteOps, lp, float64(io.WriteOps), b.now)
 	}
 }
 
 // labels returns the label set under key with values, building it when
 // it is new or its values changed, and marks it seen in this scrape.
-func (b *builder) labels(key string, values, names []string) *labelSet {
+// values is an array so that an unchanged set costs no allocation.
+func (b *builder) labels(key labelKey, values labelValues, names []string) *labelSet {
 	g := b.g
 	ls, ok := g.labels[key]
-	if !ok || !equal(ls.values, values) {
-		ls = &labelSet{values: values, base: pairs(names, values)}
+	if !ok || ls.values != values {
+		ls = &labelSet{values: values}
+		ls.base = pairs(names, ls.values[:len(names)])
 		g.labels[key] = ls
 	}
 	ls.gen = g.gen
@@ -325,10 +364,10 @@ func (b *builder) labels(key string, values, names []string) *labelSet {
 
 // extra returns ls's pairs with name=value merged in name order.
 func (g *CadvisorGatherer) extra(ls *labelSet, name, value string) []*dto.LabelPair {
-	k := extraKey{name, value}
-	if lp, ok := ls.extra[k]; ok {
+	if lp, ok := ls.extra[extraKey{name, value}]; ok {
 		return lp
 	}
+	k := &extraKey{name, value} // its strings back the new pair
 	lp := make([]*dto.LabelPair, 0, len(ls.base)+1)
 	added := false
 	for _, p := range ls.base {
@@ -344,8 +383,15 @@ func (g *CadvisorGatherer) extra(ls *labelSet, name, value string) []*dto.LabelP
 	if ls.extra == nil {
 		ls.extra = map[extraKey][]*dto.LabelPair{}
 	}
-	ls.extra[k] = lp
+	ls.extra[*k] = lp
 	return lp
+}
+
+// labelKey names a label set: a container by runtime ID, a pod by UID, or
+// the machine.
+type labelKey struct {
+	kind byte // 'c', 'p', 'm'
+	id   string
 }
 
 func pairs(names, values []string) []*dto.LabelPair {
@@ -354,18 +400,6 @@ func pairs(names, values []string) []*dto.LabelPair {
 		out[i] = &dto.LabelPair{Name: &names[i], Value: &values[i]}
 	}
 	return out
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // add appends one sample; a zero ts means none (cAdvisor stamps usage,

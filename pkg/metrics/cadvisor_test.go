@@ -44,7 +44,7 @@ func fakeDetail(pods, n int) *stats.Detail {
 			CPU:       &statsapi.CPUStats{Time: t0, UsageCoreNanoSeconds: u(3e9)},
 			Memory:    &statsapi.MemoryStats{Time: t0, WorkingSetBytes: u(3000), RSSBytes: u(2000), UsageBytes: u(4000)},
 			Network: &statsapi.NetworkStats{Time: t0, Interfaces: []statsapi.InterfaceStats{
-				{Name: "eth0", RxBytes: u(77), TxBytes: u(88)}}},
+				{Name: "eth0", RxBytes: u(77), TxBytes: u(88), RxErrors: u(1), TxErrors: u(0)}}},
 		}
 		for c := 0; c < n; c++ {
 			name := fmt.Sprintf("c%d", c)
@@ -60,7 +60,8 @@ func fakeDetail(pods, n int) *stats.Detail {
 				Cgroup: &stats.CgroupStats{
 					MemoryCache: 512, HasMemoryCache: true, MemoryLimit: 9223372036854771712, HasMemoryLimit: true,
 					CPUShares: 2, CPUPeriod: 100000, HasCPU: true,
-					IO: []stats.DeviceIO{{Device: "/dev/sda", Read: 10, Write: 20}},
+					IO:         []stats.DeviceIO{{Device: "/dev/sda", Read: 10, Write: 20, ReadOps: 1, WriteOps: 2}},
+					MemorySwap: 7, HasMemorySwap: true, CFSPeriods: 100, CFSThrottledPeriods: 5, CFSThrottledNanos: 2500000000, HasCFS: true,
 				},
 			}
 		}
@@ -125,6 +126,13 @@ func TestCadvisorMetrics(t *testing.T) {
 		`container_spec_cpu_shares{` + ctr + `} 2` + "\n",
 		`container_spec_cpu_period{` + ctr + `} 100000` + "\n",
 		`container_spec_cpu_quota{` + ctr + `} 50000` + "\n",
+		`container_cpu_cfs_periods_total{` + ctr + `} 100 1800000100000`,
+		`container_cpu_cfs_throttled_periods_total{` + ctr + `} 5 1800000100000`,
+		`container_cpu_cfs_throttled_seconds_total{` + ctr + `} 2.5 1800000100000`,
+		`container_memory_swap{` + ctr + `} 7 1800000100000`,
+		`container_fs_reads_total{container="c0",device="/dev/sda",id="/k8s.io/uid-0-c0",image="busybox:1",name="uid-0-c0",namespace="ns",pod="pod-0"} 1 1800000100000`,
+		`container_fs_writes_total{container="c0",device="/dev/sda",id="/k8s.io/uid-0-c0",image="busybox:1",name="uid-0-c0",namespace="ns",pod="pod-0"} 2 1800000100000`,
+		`container_network_receive_errors_total{container="",id="",image="",interface="eth0",name="",namespace="ns",pod="pod-0"} 1 1800000000000`,
 		// The kernel's "no limit" is reported as 0, as cAdvisor.
 		`container_spec_memory_limit_bytes{` + ctr + `} 0` + "\n",
 		`machine_cpu_cores{boot_id="b",machine_id="m",system_uuid="s"} 2`,
@@ -147,8 +155,8 @@ func TestCadvisorMetrics(t *testing.T) {
 	// went away takes its label sets with it.
 	c.Cgroup.CPUQuota = 0
 	text = scrapeCadvisor(t, g)
-	if strings.Contains(text, "container_spec_cpu_quota") {
-		t.Error("quota reported without one")
+	if strings.Contains(text, "container_spec_cpu_quota") || strings.Contains(text, "container_cpu_cfs_periods_total") {
+		t.Error("quota or CFS counters reported without a quota")
 	}
 	d.Summary.Pods = nil
 	_ = scrapeCadvisor(t, g)

@@ -21,6 +21,10 @@ type CgroupStats struct {
 	// MemoryCache is memory.stat total_cache.
 	MemoryCache    uint64
 	HasMemoryCache bool
+	// MemorySwap is memory.stat total_swap (present with swap
+	// accounting).
+	MemorySwap    uint64
+	HasMemorySwap bool
 	// MemoryLimit is memory.limit_in_bytes; cAdvisor reports "no limit"
 	// (the kernel's page-rounded max) as 0, and so does the collector.
 	MemoryLimit    uint64
@@ -29,8 +33,12 @@ type CgroupStats struct {
 	// cpu.shares, cpu.cfs_quota_us and cpu.cfs_period_us.
 	CPUShares, CPUQuota, CPUPeriod uint64
 	HasCPU                         bool
-	// IO is bytes read and written by block device, from
-	// blkio.throttle.io_service_bytes_recursive.
+	// CFSPeriods, CFSThrottledPeriods and CFSThrottledNanos are cpu.stat's
+	// nr_periods, nr_throttled and throttled_time.
+	CFSPeriods, CFSThrottledPeriods, CFSThrottledNanos uint64
+	HasCFS                                             bool
+	// IO is bytes and operations read and written by block device, from
+	// blkio.throttle.io_service_bytes_recursive and io_serviced_recursive.
 	IO []DeviceIO
 }
 
@@ -38,8 +46,9 @@ type CgroupStats struct {
 type DeviceIO struct {
 	// Device is the device's node, /dev/<name>, as cAdvisor labels it;
 	// "major:minor" when it cannot be named.
-	Device      string
-	Read, Write uint64
+	Device            string
+	Read, Write       uint64 // bytes
+	ReadOps, WriteOps uint64
 }
 
 // cgroupReader reads cgroup v1 controller files under a root
@@ -78,6 +87,9 @@ func (r *cgroupReader) read(path string) (*CgroupStats, error) {
 	if v, ok := statValue(stat, "total_cache"); ok {
 		cs.MemoryCache, cs.HasMemoryCache = v, true
 	}
+	if v, ok := statValue(stat, "total_swap"); ok {
+		cs.MemorySwap, cs.HasMemorySwap = v, true
+	}
 	if v, err := readUint(filepath.Join(mem, "memory.limit_in_bytes")); err == nil {
 		cs.MemoryLimit, cs.HasMemoryLimit = v, true
 	}
@@ -92,13 +104,27 @@ func (r *cgroupReader) read(path string) (*CgroupStats, error) {
 			cs.CPUQuota = uint64(quota)
 		}
 	}
-	blk := filepath.Join(r.root, "blkio", path)
-	data, err := os.ReadFile(filepath.Join(blk, "blkio.throttle.io_service_bytes_recursive"))
-	if err != nil {
-		data, err = os.ReadFile(filepath.Join(blk, "blkio.throttle.io_service_bytes"))
+	if st, err := os.ReadFile(filepath.Join(cpu, "cpu.stat")); err == nil {
+		p, ok1 := statValue(st, "nr_periods")
+		t, ok2 := statValue(st, "nr_throttled")
+		ns, ok3 := statValue(st, "throttled_time")
+		if ok1 && ok2 && ok3 {
+			cs.CFSPeriods, cs.CFSThrottledPeriods, cs.CFSThrottledNanos, cs.HasCFS = p, t, ns, true
+		}
 	}
-	if err == nil {
-		cs.IO = r.parseIO(data)
+	blk := filepath.Join(r.root, "blkio", path)
+	readBlkio := func(name string) ([]byte, error) {
+		data, err := os.ReadFile(filepath.Join(blk, name+"_recursive"))
+		if err != nil {
+			data, err = os.ReadFile(filepath.Join(blk, name))
+		}
+		return data, err
+	}
+	if data, err := readBlkio("blkio.throttle.io_service_bytes"); err == nil {
+		cs.IO = r.parseIO(data, nil)
+		if ops, err := readBlkio("blkio.throttle.io_serviced"); err == nil {
+			cs.IO = r.parseIO(ops, cs.IO)
+		}
 	}
 	return cs, nil
 }
@@ -122,11 +148,16 @@ func statValue(data []byte, key string) (uint64, bool) {
 	return 0, false
 }
 
-// parseIO reads blkio's "major:minor Read|Write|... bytes" lines into one
-// entry per device with traffic lines, in the file's order.
-func (r *cgroupReader) parseIO(data []byte) []DeviceIO {
-	var out []DeviceIO
+// parseIO reads blkio's "major:minor Read|Write|... value" lines into one
+// entry per device, in the file's order: bytes when bytes is nil, else
+// operations into bytes' entries (adding devices bytes did not have).
+func (r *cgroupReader) parseIO(data []byte, bytes []DeviceIO) []DeviceIO {
+	ops := bytes != nil
+	out := bytes
 	idx := map[string]int{}
+	for i, d := range out {
+		idx[d.Device] = i
+	}
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 3 || (f[1] != "Read" && f[1] != "Write") {
@@ -136,15 +167,21 @@ func (r *cgroupReader) parseIO(data []byte) []DeviceIO {
 		if err != nil {
 			continue
 		}
-		i, ok := idx[f[0]]
+		dev := r.deviceName(f[0])
+		i, ok := idx[dev]
 		if !ok {
 			i = len(out)
-			idx[f[0]] = i
-			out = append(out, DeviceIO{Device: r.deviceName(f[0])})
+			idx[dev] = i
+			out = append(out, DeviceIO{Device: dev})
 		}
-		if f[1] == "Read" {
+		switch {
+		case f[1] == "Read" && ops:
+			out[i].ReadOps = v
+		case f[1] == "Read":
 			out[i].Read = v
-		} else {
+		case ops:
+			out[i].WriteOps = v
+		default:
 			out[i].Write = v
 		}
 	}

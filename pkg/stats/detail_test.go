@@ -30,13 +30,15 @@ func TestCgroupRead(t *testing.T) {
 	os.MkdirAll(filepath.Join(sys, "dev", "block"), 0o755)
 	os.Symlink("../../devices/pci0000:00/block/sda", filepath.Join(sys, "dev", "block", "8:0"))
 	fakeCgroup(t, root, "/k8s.io/c1", map[string]string{
-		"memory/memory.stat":           "cache 1\nrss 2\ntotal_cache 4096\ntotal_rss 8192\n",
+		"memory/memory.stat":           "cache 1\nrss 2\ntotal_cache 4096\ntotal_rss 8192\ntotal_swap 12\n",
 		"memory/memory.limit_in_bytes": "9223372036854771712\n",
 		"cpu/cpu.shares":               "512\n",
 		"cpu/cpu.cfs_period_us":        "100000\n",
 		"cpu/cpu.cfs_quota_us":         "-1\n",
 		"blkio/blkio.throttle.io_service_bytes_recursive": "8:0 Read 100\n8:0 Write 200\n8:0 Sync 300\n8:0 Async 0\n8:0 Total 300\n" +
 			"253:1 Read 7\n253:1 Write 0\nTotal 307\n",
+		"blkio/blkio.throttle.io_serviced_recursive": "8:0 Read 3\n8:0 Write 4\n8:0 Total 7\nTotal 7\n",
+		"cpu/cpu.stat": "nr_periods 10\nnr_throttled 2\nthrottled_time 5000\n",
 	})
 	r := newCgroupReader(root, filepath.Join(sys, "dev", "block"))
 	cs, err := r.read("/k8s.io/c1")
@@ -49,7 +51,10 @@ func TestCgroupRead(t *testing.T) {
 	if !cs.HasCPU || cs.CPUShares != 512 || cs.CPUPeriod != 100000 || cs.CPUQuota != 0 {
 		t.Errorf("cpu %+v", cs)
 	}
-	want := []DeviceIO{{Device: "/dev/sda", Read: 100, Write: 200}, {Device: "253:1", Read: 7}}
+	if !cs.HasMemorySwap || cs.MemorySwap != 12 || !cs.HasCFS || cs.CFSPeriods != 10 || cs.CFSThrottledPeriods != 2 || cs.CFSThrottledNanos != 5000 {
+		t.Errorf("swap/cfs %+v", cs)
+	}
+	want := []DeviceIO{{Device: "/dev/sda", Read: 100, Write: 200, ReadOps: 3, WriteOps: 4}, {Device: "253:1", Read: 7}}
 	if len(cs.IO) != 2 || cs.IO[0] != want[0] || cs.IO[1] != want[1] {
 		t.Errorf("io %+v, want %+v", cs.IO, want)
 	}
@@ -63,7 +68,7 @@ func TestCgroupRead(t *testing.T) {
 		"cpu/cpu.cfs_quota_us":         "50000\n",
 	})
 	cs, err = r.read("/k8s.io/c2")
-	if err != nil || cs.CPUQuota != 50000 || cs.MemoryLimit != 64<<20 || cs.IO != nil {
+	if err != nil || cs.CPUQuota != 50000 || cs.MemoryLimit != 64<<20 || cs.IO != nil || cs.HasMemorySwap || cs.HasCFS {
 		t.Errorf("c2 %+v %v", cs, err)
 	}
 
