@@ -381,3 +381,81 @@ func netDevRx(t *testing.T, pid int, iface string) uint64 {
 	t.Fatalf("no %s in /proc/%d/net/dev", iface, pid)
 	return 0
 }
+
+// TestMetricsThroughNodeProxy scrapes nodelet as a Prometheus set up by
+// kube-prometheus does when it goes through the API server: `kubectl get
+// --raw /api/v1/nodes/<node>/proxy/metrics/cadvisor` and .../metrics. The
+// static pod's cAdvisor series and the kubelet series the mixin's
+// dashboard and alerts join on must be there, and both expositions parse.
+func TestMetricsThroughNodeProxy(t *testing.T) {
+	cluster := framework.StartCluster(t, framework.NodeName)
+	rt := framework.StartRuntime(t)
+	port := framework.FreePort(t)
+	// The API server's node proxy refuses loopback node addresses: the
+	// node is reached at the host's own address, as in a cluster.
+	ip := framework.HostIP(t)
+	n := framework.StartNodelet(t, rt,
+		"--kubeconfig", cluster.NodeKubeconfig,
+		"--client-ca-file", cluster.CAFile,
+		"--node-ip", ip, "--address", ip, "--port", strconv.Itoa(port),
+	)
+	poll.Within(t, 60*time.Second, "the node to be Ready", func() (bool, string) {
+		out, err := cluster.Kubectl("get", "node", framework.NodeName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		return err == nil && out == "True", fmt.Sprint(out, err)
+	})
+	n.WriteManifest("cadv.yaml", cadvisorPodManifest)
+	proxy := "/api/v1/nodes/" + framework.NodeName + "/proxy"
+	scrape := func(path string) (map[string]*dto.MetricFamily, string) {
+		out, err := cluster.Kubectl("get", "--raw", proxy+path)
+		if err != nil {
+			return nil, fmt.Sprintf("kubectl get --raw %s: %v %.200s", path, err, out)
+		}
+		fams, err := parseExposition(out)
+		if err != nil {
+			t.Fatalf("%s does not parse: %v", path, err)
+		}
+		return fams, ""
+	}
+	poll.Within(t, 90*time.Second, "the static pod's series on /metrics/cadvisor through the node proxy", func() (bool, string) {
+		fams, why := scrape("/metrics/cadvisor")
+		if fams == nil {
+			return false, why
+		}
+		for _, m := range fams["container_cpu_usage_seconds_total"].GetMetric() {
+			if l := labelMap(m); l["container"] == "busy" && l["pod"] == cadvisorPod && l["namespace"] == "default" && l["image"] != "" {
+				return len(fams["machine_cpu_cores"].GetMetric()) == 1, "no machine_cpu_cores"
+			}
+		}
+		return false, "no busy container series"
+	})
+
+	// The pod's first sync may still be finishing when its containers
+	// show: wait for every family the mixin reads.
+	var fams map[string]*dto.MetricFamily
+	poll.Within(t, 60*time.Second, "the kubelet series on /metrics through the node proxy", func() (bool, string) {
+		var why string
+		if fams, why = scrape("/metrics"); fams == nil {
+			return false, why
+		}
+		for _, name := range []string{"kubelet_node_name", "kubelet_running_pods", "kubelet_running_containers", "kubelet_pod_start_duration_seconds",
+			"kubelet_pod_worker_duration_seconds", "kubelet_runtime_operations_total", "kubelet_pleg_relist_duration_seconds",
+			"kubelet_http_requests_total", "rest_client_requests_total", "rest_client_request_duration_seconds",
+			"process_resident_memory_bytes", "go_goroutines"} {
+			if len(fams[name].GetMetric()) == 0 {
+				return false, "no " + name
+			}
+		}
+		return true, ""
+	})
+	if m := series(t, fams, "kubelet_node_name", map[string]string{"node": framework.NodeName}); value(m) != 1 {
+		t.Errorf("kubelet_node_name %v", m)
+	}
+	if h := series(t, fams, "kubelet_pleg_relist_duration_seconds", nil); h.GetHistogram().GetSampleCount() == 0 {
+		t.Error("no relist observed")
+	}
+	// The scrapes above went through the node API: counted as upstream
+	// counts them.
+	if m := series(t, fams, "kubelet_http_requests_total", map[string]string{"path": "metrics/cadvisor", "server_type": "readwrite", "method": "GET"}); value(m) < 1 {
+		t.Errorf("kubelet_http_requests_total %v", m)
+	}
+}
