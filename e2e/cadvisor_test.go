@@ -203,14 +203,22 @@ func TestCadvisorMetrics(t *testing.T) {
 	})
 
 	t.Run("pod network between net/dev reads", func(t *testing.T) {
-		rx := func() uint64 { return netDevRx(t, busy.pid, "eth0") }
-		before := rx()
+		before := netDev(t, busy.pid, "eth0")
 		fams := scrape(t)
-		after := rx()
-		got := uint64(value(series(t, fams, "container_network_receive_bytes_total",
-			map[string]string{"container": "", "pod": cadvisorPod, "interface": "eth0"})))
-		if got < before || got > after {
-			t.Errorf("container_network_receive_bytes_total %d, /proc/%d/net/dev eth0 %d before and %d after", got, busy.pid, before, after)
+		after := netDev(t, busy.pid, "eth0")
+		pod := map[string]string{"container": "", "pod": cadvisorPod, "interface": "eth0"}
+		for _, f := range []struct {
+			metric string
+			field  int // of /proc/net/dev
+		}{
+			{"container_network_receive_bytes_total", 0}, {"container_network_receive_packets_total", 1},
+			{"container_network_receive_packets_dropped_total", 3}, {"container_network_transmit_bytes_total", 8},
+			{"container_network_transmit_packets_total", 9},
+		} {
+			got := uint64(value(series(t, fams, f.metric, pod)))
+			if got < before[f.field] || got > after[f.field] {
+				t.Errorf("%s %d, /proc/%d/net/dev eth0 %d before and %d after", f.metric, got, busy.pid, before[f.field], after[f.field])
+			}
 		}
 	})
 }
@@ -287,8 +295,21 @@ func (p proc) startTime(t *testing.T) time.Time {
 	return time.Unix(btime, 0).Add(time.Duration(ticks) * 10 * time.Millisecond)
 }
 
+// findProc finds the process with marker in its argv, waiting for it to
+// show (a container reported running has its process, but the status may
+// come from a listing that saw it before a restart).
 func findProc(t *testing.T, marker string) proc {
 	t.Helper()
+	var p proc
+	poll.Within(t, 30*time.Second, "a process with "+marker+" in its argv", func() (bool, string) {
+		var ok bool
+		p, ok = lookProc(marker)
+		return ok, ""
+	})
+	return p
+}
+
+func lookProc(marker string) (proc, bool) {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -313,10 +334,9 @@ func findProc(t *testing.T, marker string) proc {
 				p.cgroup[ctrl] = parts[2]
 			}
 		}
-		return p
+		return p, true
 	}
-	t.Fatalf("no process with %q in its argv", marker)
-	return proc{}
+	return proc{}, false
 }
 
 func readUint(t *testing.T, path string) uint64 {
@@ -365,7 +385,8 @@ func meminfo(t *testing.T, key string) uint64 {
 	return 0
 }
 
-func netDevRx(t *testing.T, pid int, iface string) uint64 {
+// netDev returns an interface's /proc/<pid>/net/dev counters.
+func netDev(t *testing.T, pid int, iface string) []uint64 {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", pid))
 	if err != nil {
@@ -374,12 +395,16 @@ func netDevRx(t *testing.T, pid int, iface string) uint64 {
 	for _, line := range strings.Split(string(data), "\n") {
 		name, rest, ok := strings.Cut(line, ":")
 		if ok && strings.TrimSpace(name) == iface {
-			v, _ := strconv.ParseUint(strings.Fields(rest)[0], 10, 64)
-			return v
+			var out []uint64
+			for _, f := range strings.Fields(rest) {
+				v, _ := strconv.ParseUint(f, 10, 64)
+				out = append(out, v)
+			}
+			return out
 		}
 	}
 	t.Fatalf("no %s in /proc/%d/net/dev", iface, pid)
-	return 0
+	return nil
 }
 
 // TestMetricsThroughNodeProxy scrapes nodelet as a Prometheus set up by

@@ -45,8 +45,12 @@ const (
 	famMemWS
 	famNetRx
 	famNetRxErrors
+	famNetRxDropped
+	famNetRxPackets
 	famNetTx
 	famNetTxErrors
+	famNetTxDropped
+	famNetTxPackets
 	famScrapeError
 	famCPUPeriod
 	famCPUQuota
@@ -78,6 +82,10 @@ var (
 		famFsReadOps:           {"container_fs_reads_total", "Cumulative count of reads completed", counter, "device"},
 		famFsWriteOps:          {"container_fs_writes_total", "Cumulative count of writes completed", counter, "device"},
 		famMemSwap:             {"container_memory_swap", "Container swap usage in bytes.", gauge, ""},
+		famNetRxDropped:        {"container_network_receive_packets_dropped_total", "Cumulative count of packets dropped while receiving", counter, "interface"},
+		famNetRxPackets:        {"container_network_receive_packets_total", "Cumulative count of packets received", counter, "interface"},
+		famNetTxDropped:        {"container_network_transmit_packets_dropped_total", "Cumulative count of packets dropped while transmitting", counter, "interface"},
+		famNetTxPackets:        {"container_network_transmit_packets_total", "Cumulative count of packets transmitted", counter, "interface"},
 		famNetRxErrors:         {"container_network_receive_errors_total", "Cumulative count of errors encountered while receiving", counter, "interface"},
 		famNetTxErrors:         {"container_network_transmit_errors_total", "Cumulative count of errors encountered while transmitting", counter, "interface"},
 		famFsLimit:             {"container_fs_limit_bytes", "Number of bytes that can be consumed by the container on this filesystem.", gauge, "device"},
@@ -214,7 +222,7 @@ func seriesBound(d *stats.Detail) int {
 	for _, p := range d.Summary.Pods {
 		n += maxSeriesPerContainer
 		if p.Network != nil {
-			n += 4 * len(p.Network.Interfaces)
+			n += 8 * len(p.Network.Interfaces)
 		}
 		for _, c := range p.Containers {
 			n += maxSeriesPerContainer
@@ -255,6 +263,14 @@ func (b *builder) pod(d *stats.Detail, p *statsapi.PodStats) {
 			}
 			if it.TxErrors != nil {
 				b.add(famNetTxErrors, lp, float64(*it.TxErrors), n.Time.Time)
+			}
+			for _, pk := range d.PodPackets[ref.UID] {
+				if pk.Name == it.Name {
+					b.add(famNetRxPackets, lp, float64(pk.RxPackets), n.Time.Time)
+					b.add(famNetRxDropped, lp, float64(pk.RxDropped), n.Time.Time)
+					b.add(famNetTxPackets, lp, float64(pk.TxPackets), n.Time.Time)
+					b.add(famNetTxDropped, lp, float64(pk.TxDropped), n.Time.Time)
+				}
 			}
 		}
 	}

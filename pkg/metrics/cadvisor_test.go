@@ -33,6 +33,7 @@ func fakeDetail(pods, n int) *stats.Detail {
 	d := &stats.Detail{
 		Summary:       &statsapi.Summary{},
 		Containers:    map[stats.ContainerKey]stats.ContainerDetail{},
+		PodPackets:    map[string][]stats.InterfacePackets{},
 		ImageFsDevice: "/dev/sda1",
 		Machine:       stats.MachineInfo{Cores: 2, MemoryBytes: 8 << 30, MachineID: "m", SystemUUID: "s", BootID: "b"},
 	}
@@ -46,6 +47,7 @@ func fakeDetail(pods, n int) *stats.Detail {
 			Network: &statsapi.NetworkStats{Time: t0, Interfaces: []statsapi.InterfaceStats{
 				{Name: "eth0", RxBytes: u(77), TxBytes: u(88), RxErrors: u(1), TxErrors: u(0)}}},
 		}
+		d.PodPackets[uid] = []stats.InterfacePackets{{Name: "eth0", RxPackets: 5, RxDropped: 1, TxPackets: 6, TxDropped: 2}}
 		for c := 0; c < n; c++ {
 			name := fmt.Sprintf("c%d", c)
 			ps.Containers = append(ps.Containers, statsapi.ContainerStats{
@@ -132,6 +134,8 @@ func TestCadvisorMetrics(t *testing.T) {
 		`container_memory_swap{` + ctr + `} 7 1800000100000`,
 		`container_fs_reads_total{container="c0",device="/dev/sda",id="/k8s.io/uid-0-c0",image="busybox:1",name="uid-0-c0",namespace="ns",pod="pod-0"} 1 1800000100000`,
 		`container_fs_writes_total{container="c0",device="/dev/sda",id="/k8s.io/uid-0-c0",image="busybox:1",name="uid-0-c0",namespace="ns",pod="pod-0"} 2 1800000100000`,
+		`container_network_receive_packets_total{container="",id="",image="",interface="eth0",name="",namespace="ns",pod="pod-0"} 5 1800000000000`,
+		`container_network_transmit_packets_dropped_total{container="",id="",image="",interface="eth0",name="",namespace="ns",pod="pod-0"} 2 1800000000000`,
 		`container_network_receive_errors_total{container="",id="",image="",interface="eth0",name="",namespace="ns",pod="pod-0"} 1 1800000000000`,
 		// The kernel's "no limit" is reported as 0, as cAdvisor.
 		`container_spec_memory_limit_bytes{` + ctr + `} 0` + "\n",

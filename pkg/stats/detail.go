@@ -18,6 +18,9 @@ type Detail struct {
 	Summary *statsapi.Summary
 	// Containers has one entry per container of the summary.
 	Containers map[ContainerKey]ContainerDetail
+	// PodPackets has each pod's interfaces' packet counters, by pod UID,
+	// when its network was read from its network namespace.
+	PodPackets map[string][]InterfacePackets
 	// ImageFsDevice is the device holding the runtime's image file system,
 	// where containers' writable layers live; "" when unknown.
 	ImageFsDevice string
@@ -58,7 +61,7 @@ type ContainerDetail struct {
 // and its Detail. It costs the summary plus, per container, a few cgroup
 // file reads; a container's cgroups path is asked of the runtime once.
 func (p *Provider) Detailed(ctx context.Context) (*Detail, error) {
-	d := &Detail{Containers: map[ContainerKey]ContainerDetail{}, images: &imageLookup{}}
+	d := &Detail{Containers: map[ContainerKey]ContainerDetail{}, PodPackets: map[string][]InterfacePackets{}, images: &imageLookup{}}
 	s, err := p.summary(ctx, false, d)
 	if err != nil {
 		return nil, err

@@ -132,6 +132,9 @@ func TestDetailed(t *testing.T) {
 	if side.ID != "side" || side.Image != "docker.io/library/side:2" || side.CgroupPath != "" || side.Cgroup != nil {
 		t.Errorf("side %+v", side)
 	}
+	if pk := d.PodPackets["uid-web"]; len(pk) != 1 || pk[0] != (InterfacePackets{Name: "eth0", RxPackets: 10, TxPackets: 20}) {
+		t.Errorf("pod packets %+v", pk)
+	}
 	if d.MachineErr != nil || d.Machine.Cores != 2 || d.Machine.MemoryBytes != 4000*1024 || d.Machine.MachineID != "mid" {
 		t.Errorf("machine %+v %v", d.Machine, d.MachineErr)
 	}

@@ -322,7 +322,11 @@ func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Ti
 			ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: value(sbs.GetProcess().GetProcessCount())}
 		}
 		if !only {
-			ps.Network = p.podNetwork(ctx, sb, sbs, now)
+			var packets []InterfacePackets
+			ps.Network, packets = p.podNetwork(ctx, sb, sbs, now)
+			if d != nil && packets != nil {
+				d.PodPackets[uid] = packets
+			}
 			ps.VolumeStats = p.emptyDirs(types.UID(uid), now)
 			ps.EphemeralStorage = ephemeral(ps, now)
 		}
@@ -458,9 +462,9 @@ func podCPUMemory(sbs *runtimeapi.LinuxPodSandboxStats, ctrs []statsapi.Containe
 }
 
 // podNetwork reads pod network stats from the sandbox stats, or from the
-// sandbox process's network namespace. Host-network pods have none of
-// their own.
-func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, sbs *runtimeapi.LinuxPodSandboxStats, now metav1.Time) *statsapi.NetworkStats {
+// sandbox process's network namespace, with packet counters then.
+// Host-network pods have none of their own.
+func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, sbs *runtimeapi.LinuxPodSandboxStats, now metav1.Time) (*statsapi.NetworkStats, []InterfacePackets) {
 	if n := sbs.GetNetwork(); n != nil {
 		ns := &statsapi.NetworkStats{Time: at(n.Timestamp, now)}
 		for _, it := range n.Interfaces {
@@ -469,22 +473,22 @@ func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, sb
 		if n.DefaultInterface != nil {
 			ns.InterfaceStats = iface(n.DefaultInterface)
 		}
-		return ns
+		return ns, nil
 	}
 	if sb.GetAnnotations()[cri.AnnotationSandboxHostNetwork] == "true" {
-		return nil
+		return nil, nil
 	}
 	pid, err := p.sandboxPID(ctx, sb.Id)
 	if err != nil {
 		klog.V(3).InfoS("Stats: sandbox process", "sandbox", sb.Id, "err", err)
-		return nil
+		return nil, nil
 	}
-	ns, err := p.host.network(fmt.Sprint(pid), now)
+	ns, packets, err := p.host.networkPackets(fmt.Sprint(pid), now)
 	if err != nil {
 		klog.V(3).InfoS("Stats: pod network", "sandbox", sb.Id, "err", err)
-		return nil
+		return nil, nil
 	}
-	return ns
+	return ns, packets
 }
 
 func (p *Provider) sandboxPID(ctx context.Context, id string) (int, error) {
