@@ -50,8 +50,8 @@ const cadvisorPod = "cadv" + staticSuffix
 // TestCadvisorMetrics scrapes /metrics/cadvisor of a standalone nodelet
 // and checks a running pod's series against the kernel's own files: CPU
 // usage lies between cpuacct.usage read before and after the scrape; the
-// working set, RSS and page cache of an idle container equal
-// memory.usage_in_bytes - total_inactive_file, total_rss and total_cache
+// usage, working set, RSS and page cache of an idle container equal
+// memory.usage_in_bytes, that - total_inactive_file, total_rss and total_cache
 // whenever the files did not change across the scrape; the spec series
 // equal the cpu and memory cgroup settings; the start time is no later
 // than the container's process start and no earlier than the manifest;
@@ -137,18 +137,19 @@ func TestCadvisorMetrics(t *testing.T) {
 	})
 
 	t.Run("memory equals the cgroup when it holds still", func(t *testing.T) {
-		type mem struct{ ws, rss, cache uint64 }
+		type mem struct{ usage, ws, rss, cache uint64 }
 		read := func() mem {
 			usage := readUint(t, idle.cgroupFile("memory", "memory.usage_in_bytes"))
 			st := readStat(t, idle.cgroupFile("memory", "memory.stat"))
 			ws := usage - min(st["total_inactive_file"], usage)
-			return mem{ws: ws, rss: st["total_rss"], cache: st["total_cache"]}
+			return mem{usage: usage, ws: ws, rss: st["total_rss"], cache: st["total_cache"]}
 		}
 		poll.Within(t, 60*time.Second, "a scrape between equal memory readings matching them", func() (bool, string) {
 			before := read()
 			fams := scrape(t)
 			after := read()
 			got := mem{
+				usage: uint64(value(series(t, fams, "container_memory_usage_bytes", ctrLabels("idle")))),
 				ws:    uint64(value(series(t, fams, "container_memory_working_set_bytes", ctrLabels("idle")))),
 				rss:   uint64(value(series(t, fams, "container_memory_rss", ctrLabels("idle")))),
 				cache: uint64(value(series(t, fams, "container_memory_cache", ctrLabels("idle")))),
