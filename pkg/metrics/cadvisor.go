@@ -31,6 +31,8 @@ const (
 	famCFSThrottledPeriods
 	famCFSThrottledSeconds
 	famCPU
+	famCPUSystem
+	famCPUUser
 	famFsLimit
 	famFsReads
 	famFsReadOps
@@ -39,8 +41,14 @@ const (
 	famFsWriteOps
 	famLastSeen
 	famMemCache
+	famMemFailcnt
+	famMemKernel
+	famMemMappedFile
+	famMemMaxUsage
 	famMemRSS
 	famMemSwap
+	famMemActiveFile
+	famMemInactiveFile
 	famMemUsage
 	famMemWS
 	famNetRx
@@ -52,6 +60,7 @@ const (
 	famNetTxDropped
 	famNetTxPackets
 	famScrapeError
+	famCreation
 	famCPUPeriod
 	famCPUQuota
 	famCPUShares
@@ -59,6 +68,7 @@ const (
 	famStart
 	famMachineCores
 	famMachineMem
+	famMachineSwap
 	numFamilies
 )
 
@@ -79,6 +89,16 @@ var (
 		famCFSThrottledPeriods: {"container_cpu_cfs_throttled_periods_total", "Number of throttled period intervals.", counter, ""},
 		famCFSThrottledSeconds: {"container_cpu_cfs_throttled_seconds_total", "Total time duration the container has been throttled.", counter, ""},
 		famCPU:                 {"container_cpu_usage_seconds_total", "Cumulative cpu time consumed in seconds.", counter, "cpu"},
+		famCPUSystem:           {"container_cpu_system_seconds_total", "Cumulative system cpu time consumed in seconds.", counter, ""},
+		famCPUUser:             {"container_cpu_user_seconds_total", "Cumulative user cpu time consumed in seconds.", counter, ""},
+		famMemFailcnt:          {"container_memory_failcnt", "Number of memory usage hits limits", counter, ""},
+		famMemKernel:           {"container_memory_kernel_usage", "Size of kernel memory allocated in bytes.", gauge, ""},
+		famMemMappedFile:       {"container_memory_mapped_file", "Size of memory mapped files in bytes.", gauge, ""},
+		famMemMaxUsage:         {"container_memory_max_usage_bytes", "Maximum memory usage recorded in bytes", gauge, ""},
+		famMemActiveFile:       {"container_memory_total_active_file_bytes", "Current total active file in bytes.", gauge, ""},
+		famMemInactiveFile:     {"container_memory_total_inactive_file_bytes", "Current total inactive file in bytes.", gauge, ""},
+		famCreation:            {"container_creation_time_seconds", "Container creation time since unix epoch in seconds.", gauge, ""},
+		famMachineSwap:         {"machine_swap_bytes", "Amount of swap memory available on the machine.", gauge, ""},
 		famFsReadOps:           {"container_fs_reads_total", "Cumulative count of reads completed", counter, "device"},
 		famFsWriteOps:          {"container_fs_writes_total", "Cumulative count of writes completed", counter, "device"},
 		famMemSwap:             {"container_memory_swap", "Container swap usage in bytes.", gauge, ""},
@@ -138,9 +158,10 @@ type CadvisorGatherer struct {
 	now    func() time.Time
 	pool   sync.Pool
 
-	mu     sync.Mutex
-	gen    uint64
-	labels map[labelKey]*labelSet
+	mu      sync.Mutex
+	gen     uint64
+	labels  map[labelKey]*labelSet
+	dropped int // samples beyond seriesBound (a bug; tests expect none)
 }
 
 var _ prometheus.TransactionalGatherer = (*CadvisorGatherer)(nil)
@@ -195,6 +216,7 @@ func (g *CadvisorGatherer) Gather() ([]*dto.MetricFamily, func(), error) {
 		m := b.labels(labelKey{'m', ""}, labelValues{d.Machine.BootID, d.Machine.MachineID, d.Machine.SystemUUID}, machineLabelNames)
 		b.add(famMachineCores, m.base, float64(d.Machine.Cores), time.Time{})
 		b.add(famMachineMem, m.base, float64(d.Machine.MemoryBytes), time.Time{})
+		b.add(famMachineSwap, m.base, float64(d.Machine.SwapBytes), time.Time{})
 	} else {
 		klog.V(2).InfoS("cAdvisor metrics: machine info", "err", d.MachineErr)
 	}
@@ -218,7 +240,7 @@ var (
 
 // seriesBound is an upper bound of the samples d makes.
 func seriesBound(d *stats.Detail) int {
-	n := 3
+	n := 1 + 3 // container_scrape_error; machine_cpu_cores, _memory_bytes, _swap_bytes
 	for _, p := range d.Summary.Pods {
 		n += maxSeriesPerContainer
 		if p.Network != nil {
@@ -275,6 +297,8 @@ func (b *builder) pod(d *stats.Detail, p *statsapi.PodStats) {
 		}
 	}
 	if !p.StartTime.IsZero() {
+		// The sandbox's creation is both, as the container's below.
+		b.add(famCreation, ls.base, float64(p.StartTime.Unix()), time.Time{})
 		b.add(famStart, ls.base, float64(p.StartTime.Unix()), time.Time{})
 	}
 	b.add(famLastSeen, ls.base, float64(b.now.Unix()), b.now)
@@ -297,6 +321,9 @@ func (b *builder) pod(d *stats.Detail, p *statsapi.PodStats) {
 			}
 		}
 		if !c.StartTime.IsZero() {
+			// The summary's start time is the container's creation, which
+			// is what cAdvisor reports for both with containerd.
+			b.add(famCreation, ls.base, float64(c.StartTime.Unix()), time.Time{})
 			b.add(famStart, ls.base, float64(c.StartTime.Unix()), time.Time{})
 		}
 		b.add(famLastSeen, ls.base, float64(b.now.Unix()), b.now)
@@ -333,6 +360,16 @@ func (b *builder) cgroup(ls *labelSet, cg *stats.CgroupStats) {
 	}
 	if cg.HasMemorySwap {
 		b.add(famMemSwap, ls.base, float64(cg.MemorySwap), b.now)
+	}
+	for i, fam := range [...]int{stats.MemMaxUsage: famMemMaxUsage, stats.MemFailcnt: famMemFailcnt, stats.MemKernel: famMemKernel,
+		stats.MemMappedFile: famMemMappedFile, stats.MemActiveFile: famMemActiveFile, stats.MemInactiveFile: famMemInactiveFile} {
+		if v := cg.Mem[i]; v.OK {
+			b.add(fam, ls.base, float64(v.V), b.now)
+		}
+	}
+	if cg.HasCPUAcctStat {
+		b.add(famCPUUser, ls.base, float64(cg.CPUUserNanos)/1e9, b.now)
+		b.add(famCPUSystem, ls.base, float64(cg.CPUSystemNanos)/1e9, b.now)
 	}
 	if cg.HasMemoryLimit {
 		v := cg.MemoryLimit
@@ -423,6 +460,13 @@ func pairs(names, values []string) []*dto.LabelPair {
 func (b *builder) add(fam int, labels []*dto.LabelPair, v float64, ts time.Time) {
 	a := b.a
 	i := len(a.metrics)
+	if i == cap(a.metrics) {
+		// seriesBound was wrong: growing would move the samples their
+		// families point to. Drop the sample rather than corrupt the rest.
+		klog.ErrorS(nil, "cAdvisor metrics: more samples than reserved; sample dropped", "metric", cadvisorFamilies[fam].name)
+		b.g.dropped++
+		return
+	}
 	a.metrics = a.metrics[:i+1]
 	a.values = a.values[:i+1]
 	m := &a.metrics[i]

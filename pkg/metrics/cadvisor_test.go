@@ -62,7 +62,9 @@ func fakeDetail(pods, n int) *stats.Detail {
 				Cgroup: &stats.CgroupStats{
 					MemoryCache: 512, HasMemoryCache: true, MemoryLimit: 9223372036854771712, HasMemoryLimit: true,
 					CPUShares: 2, CPUPeriod: 100000, HasCPU: true,
-					IO:         []stats.DeviceIO{{Device: "/dev/sda", Read: 10, Write: 20, ReadOps: 1, WriteOps: 2}},
+					IO:           []stats.DeviceIO{{Device: "/dev/sda", Read: 10, Write: 20, ReadOps: 1, WriteOps: 2}},
+					Mem:          [stats.NumMemExtras]stats.OptUint{stats.MemMaxUsage: {V: 9000, OK: true}, stats.MemFailcnt: {V: 3, OK: true}},
+					CPUUserNanos: 1e9, CPUSystemNanos: 5e8, HasCPUAcctStat: true,
 					MemorySwap: 7, HasMemorySwap: true, CFSPeriods: 100, CFSThrottledPeriods: 5, CFSThrottledNanos: 2500000000, HasCFS: true,
 				},
 			}
@@ -132,6 +134,12 @@ func TestCadvisorMetrics(t *testing.T) {
 		`container_cpu_cfs_throttled_periods_total{` + ctr + `} 5 1800000100000`,
 		`container_cpu_cfs_throttled_seconds_total{` + ctr + `} 2.5 1800000100000`,
 		`container_memory_swap{` + ctr + `} 7 1800000100000`,
+		`container_memory_max_usage_bytes{` + ctr + `} 9000 1800000100000`,
+		`container_memory_failcnt{` + ctr + `} 3 1800000100000`,
+		`container_cpu_user_seconds_total{` + ctr + `} 1 1800000100000`,
+		`container_cpu_system_seconds_total{` + ctr + `} 0.5 1800000100000`,
+		`container_creation_time_seconds{` + ctr + `} 1.800000001e+09` + "\n",
+		`machine_swap_bytes{boot_id="b",machine_id="m",system_uuid="s"} 0`,
 		`container_fs_reads_total{container="c0",device="/dev/sda",id="/k8s.io/uid-0-c0",image="busybox:1",name="uid-0-c0",namespace="ns",pod="pod-0"} 1 1800000100000`,
 		`container_fs_writes_total{container="c0",device="/dev/sda",id="/k8s.io/uid-0-c0",image="busybox:1",name="uid-0-c0",namespace="ns",pod="pod-0"} 2 1800000100000`,
 		`container_network_receive_packets_total{container="",id="",image="",interface="eth0",name="",namespace="ns",pod="pod-0"} 5 1800000000000`,
@@ -149,7 +157,7 @@ func TestCadvisorMetrics(t *testing.T) {
 		}
 	}
 	// The pod level has no per-container figures.
-	for _, notWant := range []string{`container_spec_cpu_shares{` + podl, `container_fs_usage_bytes{container=""`, `container_network_receive_bytes_total{container="c0"`} {
+	for _, notWant := range []string{`container_spec_cpu_shares{` + podl, "container_memory_kernel_usage", `container_fs_usage_bytes{container=""`, `container_network_receive_bytes_total{container="c0"`} {
 		if strings.Contains(text, notWant) {
 			t.Errorf("unexpected %s", notWant)
 		}
@@ -227,6 +235,30 @@ func BenchmarkCadvisorScrape(b *testing.B) {
 		h.ServeHTTP(w, req)
 		if w.Code != 200 {
 			b.Fatal(w.Code)
+		}
+	}
+}
+
+// TestCadvisorSeriesBound: the arena reserved for a scrape holds every
+// sample it makes (a sample beyond it would be dropped), with nothing
+// pooled before.
+func TestCadvisorSeriesBound(t *testing.T) {
+	for _, d := range []*stats.Detail{fakeDetail(0, 0), fakeDetail(1, 1), fakeDetail(7, 3)} {
+		for _, cd := range d.Containers {
+			cd.Cgroup.CPUQuota, cd.Cgroup.HasCFS = 50000, true
+			for i := range cd.Cgroup.Mem {
+				cd.Cgroup.Mem[i] = stats.OptUint{V: 1, OK: true}
+			}
+		}
+		g := NewCadvisorGatherer(func(context.Context) (*stats.Detail, error) { return d, nil }, time.Now)
+		fams, done, _ := g.Gather()
+		n := 0
+		for _, f := range fams {
+			n += len(f.GetMetric())
+		}
+		done()
+		if bound := seriesBound(d); n > bound || n == 0 || g.dropped != 0 {
+			t.Errorf("%d pods: %d samples, bound %d, %d dropped", len(d.Summary.Pods), n, bound, g.dropped)
 		}
 	}
 }

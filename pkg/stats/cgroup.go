@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // CgroupStats are the figures of one container that the CRI stats do not
@@ -33,6 +34,13 @@ type CgroupStats struct {
 	// cpu.shares, cpu.cfs_quota_us and cpu.cfs_period_us.
 	CPUShares, CPUQuota, CPUPeriod uint64
 	HasCPU                         bool
+	// Mem holds the other memory figures cAdvisor reports, each only
+	// when its file or memory.stat key was there.
+	Mem [NumMemExtras]OptUint
+	// CPUUserNanos and CPUSystemNanos are cpuacct.stat's user and system
+	// times.
+	CPUUserNanos, CPUSystemNanos uint64
+	HasCPUAcctStat               bool
 	// CFSPeriods, CFSThrottledPeriods and CFSThrottledNanos are cpu.stat's
 	// nr_periods, nr_throttled and throttled_time.
 	CFSPeriods, CFSThrottledPeriods, CFSThrottledNanos uint64
@@ -41,6 +49,23 @@ type CgroupStats struct {
 	// blkio.throttle.io_service_bytes_recursive and io_serviced_recursive.
 	IO []DeviceIO
 }
+
+// OptUint is a value that may be missing.
+type OptUint struct {
+	V  uint64
+	OK bool
+}
+
+// Memory figures of CgroupStats.Mem, with their cgroup v1 sources.
+const (
+	MemMaxUsage     = iota // memory.max_usage_in_bytes
+	MemFailcnt             // memory.failcnt
+	MemKernel              // memory.kmem.usage_in_bytes
+	MemMappedFile          // memory.stat total_mapped_file
+	MemActiveFile          // memory.stat total_active_file
+	MemInactiveFile        // memory.stat total_inactive_file
+	NumMemExtras
+)
 
 // DeviceIO is the bytes read from and written to one block device.
 type DeviceIO struct {
@@ -89,6 +114,25 @@ func (r *cgroupReader) read(path string) (*CgroupStats, error) {
 	}
 	if v, ok := statValue(stat, "total_swap"); ok {
 		cs.MemorySwap, cs.HasMemorySwap = v, true
+	}
+	for i, key := range [...]string{MemMappedFile: "total_mapped_file", MemActiveFile: "total_active_file", MemInactiveFile: "total_inactive_file"} {
+		if key != "" {
+			v, ok := statValue(stat, key)
+			cs.Mem[i] = OptUint{v, ok}
+		}
+	}
+	for i, file := range [...]string{MemMaxUsage: "memory.max_usage_in_bytes", MemFailcnt: "memory.failcnt", MemKernel: "memory.kmem.usage_in_bytes"} {
+		if v, err := readUint(filepath.Join(mem, file)); err == nil {
+			cs.Mem[i] = OptUint{v, true}
+		}
+	}
+	if st, err := os.ReadFile(filepath.Join(r.root, "cpuacct", path, "cpuacct.stat")); err == nil {
+		// In USER_HZ (100) ticks.
+		u, ok1 := statValue(st, "user")
+		sys, ok2 := statValue(st, "system")
+		if ok1 && ok2 {
+			cs.CPUUserNanos, cs.CPUSystemNanos, cs.HasCPUAcctStat = u*uint64(time.Second/userHZ), sys*uint64(time.Second/userHZ), true
+		}
 	}
 	if v, err := readUint(filepath.Join(mem, "memory.limit_in_bytes")); err == nil {
 		cs.MemoryLimit, cs.HasMemoryLimit = v, true
@@ -261,7 +305,7 @@ func unixMinor(dev uint64) uint64 { return dev&0xff | (dev>>12)&^0xff }
 // identifiers it labels machine series with.
 type MachineInfo struct {
 	Cores                         int
-	MemoryBytes                   uint64
+	MemoryBytes, SwapBytes        uint64
 	MachineID, SystemUUID, BootID string
 }
 
@@ -283,6 +327,7 @@ func (h host) machineInfo(sys, etc string) (MachineInfo, error) {
 	if m.MemoryBytes = kv["MemTotal"]; m.MemoryBytes == 0 {
 		return m, fmt.Errorf("%s/meminfo: no MemTotal", h.proc)
 	}
+	m.SwapBytes = kv["SwapTotal"]
 	first := func(paths ...string) string {
 		for _, p := range paths {
 			if data, err := os.ReadFile(p); err == nil {

@@ -30,11 +30,14 @@ func TestCgroupRead(t *testing.T) {
 	os.MkdirAll(filepath.Join(sys, "dev", "block"), 0o755)
 	os.Symlink("../../devices/pci0000:00/block/sda", filepath.Join(sys, "dev", "block", "8:0"))
 	fakeCgroup(t, root, "/k8s.io/c1", map[string]string{
-		"memory/memory.stat":           "cache 1\nrss 2\ntotal_cache 4096\ntotal_rss 8192\ntotal_swap 12\n",
-		"memory/memory.limit_in_bytes": "9223372036854771712\n",
-		"cpu/cpu.shares":               "512\n",
-		"cpu/cpu.cfs_period_us":        "100000\n",
-		"cpu/cpu.cfs_quota_us":         "-1\n",
+		"memory/memory.stat":               "cache 1\nrss 2\ntotal_cache 4096\ntotal_rss 8192\ntotal_swap 12\ntotal_mapped_file 3\ntotal_active_file 4\ntotal_inactive_file 5\n",
+		"memory/memory.max_usage_in_bytes": "9000\n",
+		"memory/memory.failcnt":            "2\n",
+		"cpuacct/cpuacct.stat":             "user 150\nsystem 25\n",
+		"memory/memory.limit_in_bytes":     "9223372036854771712\n",
+		"cpu/cpu.shares":                   "512\n",
+		"cpu/cpu.cfs_period_us":            "100000\n",
+		"cpu/cpu.cfs_quota_us":             "-1\n",
 		"blkio/blkio.throttle.io_service_bytes_recursive": "8:0 Read 100\n8:0 Write 200\n8:0 Sync 300\n8:0 Async 0\n8:0 Total 300\n" +
 			"253:1 Read 7\n253:1 Write 0\nTotal 307\n",
 		"blkio/blkio.throttle.io_serviced_recursive": "8:0 Read 3\n8:0 Write 4\n8:0 Total 7\nTotal 7\n",
@@ -53,6 +56,13 @@ func TestCgroupRead(t *testing.T) {
 	}
 	if !cs.HasMemorySwap || cs.MemorySwap != 12 || !cs.HasCFS || cs.CFSPeriods != 10 || cs.CFSThrottledPeriods != 2 || cs.CFSThrottledNanos != 5000 {
 		t.Errorf("swap/cfs %+v", cs)
+	}
+	if cs.Mem[MemMaxUsage] != (OptUint{9000, true}) || cs.Mem[MemFailcnt] != (OptUint{2, true}) || cs.Mem[MemKernel].OK ||
+		cs.Mem[MemMappedFile] != (OptUint{3, true}) || cs.Mem[MemActiveFile] != (OptUint{4, true}) || cs.Mem[MemInactiveFile] != (OptUint{5, true}) {
+		t.Errorf("memory extras %+v", cs.Mem)
+	}
+	if !cs.HasCPUAcctStat || cs.CPUUserNanos != 1500000000 || cs.CPUSystemNanos != 250000000 {
+		t.Errorf("cpuacct.stat %+v", cs)
 	}
 	want := []DeviceIO{{Device: "/dev/sda", Read: 100, Write: 200, ReadOps: 3, WriteOps: 4}, {Device: "253:1", Read: 7}}
 	if len(cs.IO) != 2 || cs.IO[0] != want[0] || cs.IO[1] != want[1] {
