@@ -93,7 +93,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	recorder := mirror.NewEventRecorder(d.events.NewRecorder(kube.Scheme, v1.EventSource{Component: eventSourceComponent, Host: nodeName}), pods)
 	nodeRef := &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
 	registry := prometheus.NewRegistry()
-	if err := registerMetrics(registry, runtimeLister{client}); err != nil {
+	if err := registerMetrics(registry, runtimeLister{client}, nodeName); err != nil {
 		return nil, err
 	}
 	// Other goroutines (probes, the volume refresher) reach the sync loop
@@ -197,7 +197,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	if err != nil {
 		return nil, err
 	}
-	relister := pleg.New(runtimeLister{client}, opts.RelistPeriod)
+	relister := pleg.New(runtimeLister{client}, opts.RelistPeriod, metrics.PLEG{})
 	ag, err := agent.New(agent.Config{
 		NodeName: nodeName, HostIP: hostIP, HostIPs: nodeIPList(hostIP, opts), RuntimeName: runtimeName(ctx, client),
 		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,

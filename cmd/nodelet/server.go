@@ -54,10 +54,12 @@ type apiServerDeps struct {
 var errNoNodeAPI = errors.New("node API not served")
 
 // registerMetrics puts nodelet's metrics, the running pods/containers
-// collector over the runtime and the Go and process collectors on reg.
-func registerMetrics(reg prometheus.Registerer, rt runtimeLister) error {
+// collector over the runtime, kubelet_node_name and the Go and process
+// collectors on reg.
+func registerMetrics(reg prometheus.Registerer, rt runtimeLister, nodeName string) error {
 	if err := metrics.Register(reg,
 		metrics.NewRuntimeCollector(rt.ListPods),
+		metrics.NodeNameCollector(nodeName),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	); err != nil {
@@ -185,6 +187,7 @@ func apiDeps(opts *options.Options, d apiServerDeps) (server.APIDeps, error) {
 		HealthChecks:    d.health,
 		ResourceMetrics: metrics.ResourceMetricsHandler(statsProvider.Summary),
 		ProbeMetrics:    metrics.ProbeMetricsHandler(),
+		CadvisorMetrics: metrics.CadvisorHandler(statsProvider.Detailed),
 		FindPod: func(namespace, name string) (*v1.Pod, bool) {
 			return d.pods.PodByFullName(name, namespace)
 		},

@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/metrics"
 )
 
 // RotationDeadline is when a certificate valid from notBefore to notAfter
@@ -139,6 +141,7 @@ func (m *manager) run(ctx context.Context) {
 			}
 			delay := backoff.Step()
 			klog.ErrorS(err, "Certificate request failed, will retry", "kind", m.name, "in", delay)
+			metrics.ObserveCertificateRenewError(m.name)
 			if !sleepFor(ctx, delay) {
 				return
 			}

@@ -127,6 +127,11 @@ func (RuntimeOperations) ObserveOperation(op string, d time.Duration, err error)
 	}
 }
 
+// ObserveImagePull records one successful image pull (podsync.ImagePullMetrics).
+func (RuntimeOperations) ObserveImagePull(d time.Duration, size uint64) {
+	ObserveImagePull(d, size)
+}
+
 // ObserveHTTPRequest counts one node API request.
 func ObserveHTTPRequest(method, path, code string) {
 	httpRequests.WithLabelValues(method, path, code).Inc()

@@ -37,11 +37,24 @@ type Change struct {
 	ListedAt time.Time
 }
 
+// Metrics records relists (metrics.PLEG: upstream's
+// kubelet_pleg_relist_duration_seconds and _interval_seconds).
+type Metrics interface {
+	// ObserveRelist records one relist that began at began and took d;
+	// interval is the time since the previous relist began (0 for the
+	// first). ok: the runtime answered.
+	ObserveRelist(began time.Time, d, interval time.Duration, ok bool)
+}
+
 // Relister relists the runtime every period.
 type Relister struct {
 	lister  Lister
 	period  time.Duration
 	changed chan Change
+	metrics Metrics
+	// prevBegan is when the previous relist began; only Run's goroutine
+	// touches it.
+	prevBegan time.Time
 
 	mu       sync.Mutex
 	snapshot []*runtime.Pod
@@ -53,9 +66,9 @@ type Relister struct {
 	lastErr       error
 }
 
-// New returns a Relister; Run starts it.
-func New(lister Lister, period time.Duration) *Relister {
-	return &Relister{lister: lister, period: period, changed: make(chan Change, 1024)}
+// New returns a Relister; Run starts it. m may be nil.
+func New(lister Lister, period time.Duration, m Metrics) *Relister {
+	return &Relister{lister: lister, period: period, changed: make(chan Change, 1024), metrics: m}
 }
 
 // Changed delivers every pod whose runtime state changed.
@@ -74,6 +87,16 @@ func (r *Relister) relist(ctx context.Context, last map[types.UID]string) map[ty
 	pods, err := r.lister.ListPods(lctx)
 	cancel()
 	listedAt := time.Now()
+	if r.metrics != nil {
+		// As upstream, the interval runs from one relist's start to the
+		// next, and the duration is the listing's.
+		var interval time.Duration
+		if !r.prevBegan.IsZero() {
+			interval = began.Sub(r.prevBegan)
+		}
+		r.metrics.ObserveRelist(began, listedAt.Sub(began), interval, err == nil)
+	}
+	r.prevBegan = began
 	var listed map[types.UID]bool
 	if err == nil {
 		listed = make(map[types.UID]bool, len(pods))

@@ -57,7 +57,8 @@ func TestRelisterReportsOnlyChangedPods(t *testing.T) {
 	}
 	l := &fakeLister{}
 	l.set(running("a", runtime.ContainerStateRunning), running("b", runtime.ContainerStateRunning))
-	r := New(l, 5*time.Millisecond)
+	m := &fakeMetrics{}
+	r := New(l, 5*time.Millisecond, m)
 	go r.Run(ctx)
 
 	got := map[types.UID]bool{}
@@ -87,6 +88,35 @@ func TestRelisterReportsOnlyChangedPods(t *testing.T) {
 	if len(r.Snapshot()) != 2 {
 		t.Fatalf("snapshot has %d pods", len(r.Snapshot()))
 	}
+	// Every relist is observed; only the first has no interval, and the
+	// intervals run from start to start.
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.obs) < 3 || m.obs[0].interval != 0 || !m.obs[0].ok {
+		t.Fatalf("observed %+v", m.obs)
+	}
+	for i := 1; i < len(m.obs); i++ {
+		if want := m.obs[i].began.Sub(m.obs[i-1].began); m.obs[i].interval != want || m.obs[i].d < 0 {
+			t.Errorf("relist %d: %+v, interval want %v", i, m.obs[i], want)
+		}
+	}
+}
+
+type relistObs struct {
+	began       time.Time
+	d, interval time.Duration
+	ok          bool
+}
+
+type fakeMetrics struct {
+	mu  sync.Mutex
+	obs []relistObs
+}
+
+func (f *fakeMetrics) ObserveRelist(began time.Time, d, interval time.Duration, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.obs = append(f.obs, relistObs{began, d, interval, ok})
 }
 
 // TestFingerprints: a listing and a status read of the same runtime state
@@ -124,7 +154,7 @@ func TestFingerprints(t *testing.T) {
 func TestAbsent(t *testing.T) {
 	l := &fakeLister{}
 	l.set(&runtime.Pod{UID: "there"})
-	r := New(l, time.Second)
+	r := New(l, time.Second, nil)
 	before := time.Now()
 	if r.Absent("new", time.Time{}) || r.ListedSince(time.Time{}) {
 		t.Fatal("absent before any listing")

@@ -35,6 +35,9 @@ type APIDeps struct {
 	ResourceMetrics http.Handler
 	// ProbeMetrics serves /metrics/probes (prober_probe_total, ...).
 	ProbeMetrics http.Handler
+	// CadvisorMetrics serves /metrics/cadvisor, cAdvisor's container and
+	// machine series.
+	CadvisorMetrics http.Handler
 
 	// FindPod returns the desired pod (regular or static, never a mirror)
 	// by namespace and name.
@@ -107,7 +110,7 @@ func NewAPIServer(addr string, tlsConfig *tls.Config, auth Auth, deps APIDeps) *
 // APIHandler is the node API's handler: the routes of APIRoutes behind
 // WithAuth, counted by path.
 func APIHandler(auth Auth, deps APIDeps) http.Handler {
-	return instrument(WithAuth(APIRoutes(deps), auth))
+	return countKubeletHTTP(instrument(WithAuth(APIRoutes(deps), auth)), serverReadWrite)
 }
 
 // APIRoutes are the node API's endpoints, without authentication. Paths
@@ -120,6 +123,7 @@ func APIRoutes(d APIDeps) http.Handler {
 	mux.Handle("GET /metrics", orNotImplemented(d.Metrics, "metrics"))
 	mux.Handle("GET /metrics/resource", orNotImplemented(d.ResourceMetrics, "resource metrics"))
 	mux.Handle("GET /metrics/probes", orNotImplemented(d.ProbeMetrics, "probe metrics"))
+	mux.Handle("GET /metrics/cadvisor", orNotImplemented(d.CadvisorMetrics, "cAdvisor metrics"))
 
 	mux.Handle("GET /stats/summary", summaryHandler(d))
 	mux.Handle("POST /stats/summary", summaryHandler(d))

@@ -153,6 +153,8 @@ var endpoints = []struct {
 	{"GET", "/pods", "get", []string{"pods", "proxy"}},
 	{"GET", "/metrics", "get", []string{"metrics"}},
 	{"GET", "/metrics/resource", "get", []string{"metrics"}},
+	{"GET", "/metrics/cadvisor", "get", []string{"metrics"}},
+	{"GET", "/metrics/probes", "get", []string{"metrics"}},
 	{"GET", "/stats/summary", "get", []string{"stats"}},
 	{"POST", "/stats/summary", "create", []string{"stats"}},
 	{"GET", "/stats/default/web/uid-1/c", "get", []string{"stats"}},

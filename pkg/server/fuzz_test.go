@@ -34,6 +34,7 @@ func FuzzAPIRoutes(f *testing.F) {
 		{"/healthz/ping", ""},
 		{"/metrics", ""},
 		{"/metrics/resource", ""},
+		{"/metrics/cadvisor", ""},
 		{"/stats/summary", "only_cpu_and_memory=true"},
 		{"/stats/app/app", ""},
 		{"/stats/default/web-node-a/static-uid/app", ""},

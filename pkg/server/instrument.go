@@ -11,15 +11,51 @@ import (
 	"github.com/nodelet/nodelet/pkg/metrics"
 )
 
-// instrumentedRoots are the first path segments counted by name; any other
-// path is counted as "other", so a scanner cannot blow up label values.
+// instrumentedRoots are the first path segments counted by name in
+// nodelet_http_requests_total; any other path is counted as "other", so a
+// scanner cannot blow up label values.
 var instrumentedRoots = map[string]bool{
 	"healthz": true, "pods": true, "metrics": true, "stats": true, "containerLogs": true,
 	"exec": true, "attach": true, "portForward": true, "run": true,
 }
 
-// instrument counts every request by path root and status code, including
-// the ones refused by authentication or authorization.
+// kubeletPathBuckets are upstream's path label values of
+// kubelet_http_requests_*: the roots of the endpoints it serves, and
+// "metrics/<name>" below /metrics.
+var kubeletPathBuckets = map[string]bool{
+	"allocatedPods": true, "attach": true, "checkpoint": true, "configz": true, "containerLogs": true,
+	"debug": true, "exec": true, "flagz": true, "healthz": true, "logs": true, "metrics": true,
+	"metrics/cadvisor": true, "metrics/probes": true, "metrics/resource": true, "pods": true,
+	"portForward": true, "pprof": true, "run": true, "runningpods": true, "stats": true, "statusz": true,
+}
+
+// kubeletLongRunning are the path buckets upstream labels long_running.
+// Its map spells "portforward" while the bucket is "portForward", so
+// port-forwards count as not long-running there; nodelet keeps that, for
+// the same series.
+var kubeletLongRunning = map[string]bool{"exec": true, "attach": true, "portforward": true, "debug": true}
+
+// Server types of kubelet_http_requests_*.
+const (
+	serverReadWrite = "readwrite"
+	serverReadOnly  = "readonly"
+)
+
+// countKubeletHTTP counts every request as upstream's
+// kubelet_http_requests_* do: counted and in flight from its start, its
+// duration observed at its end, refused ones included.
+func countKubeletHTTP(h http.Handler, serverType string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bucket := kubeletPathBucket(r.URL.Path)
+		req := metrics.StartHTTPRequest(methodLabel(r.Method), bucket, serverType, kubeletLongRunning[bucket])
+		defer req.Done()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// instrument counts every node API request by path root and status code
+// (nodelet_http_requests_total), including the ones refused by
+// authentication or authorization.
 func instrument(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
@@ -49,6 +85,20 @@ func methodLabel(m string) string {
 func pathRoot(p string) string {
 	root, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
 	if instrumentedRoots[root] {
+		return root
+	}
+	return "other"
+}
+
+// kubeletPathBucket is upstream's path label: the first segment, or the
+// first two below /metrics, when it is one of kubeletPathBuckets.
+func kubeletPathBucket(p string) string {
+	parts := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 3)
+	root := parts[0]
+	if root == "metrics" && len(parts) > 1 {
+		root += "/" + parts[1]
+	}
+	if kubeletPathBuckets[root] {
 		return root
 	}
 	return "other"

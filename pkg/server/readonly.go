@@ -32,12 +32,13 @@ func NewReadOnlyServer(addr string, deps ReadOnlyDeps) *Server {
 	return NewServer("read-only", addr, ReadOnlyHandler(deps))
 }
 
-// ReadOnlyHandler is the read-only server's handler.
+// ReadOnlyHandler is the read-only server's handler, counted in
+// kubelet_http_requests_* as server_type "readonly".
 func ReadOnlyHandler(deps ReadOnlyDeps) http.Handler {
 	mux := http.NewServeMux()
 	InstallHealthz(mux, deps.HealthChecks...)
 	mux.Handle("GET /pods", CachedPodsHandler(deps.Pods, deps.PodsVersion))
-	return mux
+	return countKubeletHTTP(mux, serverReadOnly)
 }
 
 // PodsHandler answers with a v1.PodList (kind PodList, apiVersion v1) of the

@@ -115,14 +115,28 @@ func readKeyValues(path string, unit uint64) (map[string]uint64, error) {
 	return out, sc.Err()
 }
 
+// InterfacePackets are one interface's packet counters, which the stats
+// API has no field for.
+type InterfacePackets struct {
+	Name                                       string
+	RxPackets, RxDropped, TxPackets, TxDropped uint64
+}
+
 // network reads <proc>/<pidDir>/net/dev ("self" for the node) into network
 // stats, loopback left out. The default interface is the one carrying the
 // default route, or eth0, or the first one.
 func (h host) network(pidDir string, now metav1.Time) (*statsapi.NetworkStats, error) {
+	ns, _, err := h.networkPackets(pidDir, now)
+	return ns, err
+}
+
+// networkPackets is network with each interface's packet counters.
+func (h host) networkPackets(pidDir string, now metav1.Time) (*statsapi.NetworkStats, []InterfacePackets, error) {
 	data, err := os.ReadFile(filepath.Join(h.proc, pidDir, "net", "dev"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var packets []InterfacePackets
 	ns := &statsapi.NetworkStats{Time: now}
 	for _, line := range strings.Split(string(data), "\n") {
 		name, rest, ok := strings.Cut(line, ":")
@@ -134,17 +148,19 @@ func (h host) network(pidDir string, now metav1.Time) (*statsapi.NetworkStats, e
 		if name == "lo" || len(f) < 11 {
 			continue
 		}
-		num := func(i int) *uint64 {
+		n := func(i int) uint64 {
 			v, _ := strconv.ParseUint(f[i], 10, 64)
-			return ptr(v)
+			return v
 		}
+		num := func(i int) *uint64 { return ptr(n(i)) }
 		// Receive: bytes packets errs drop ...; transmit starts at field 8.
 		ns.Interfaces = append(ns.Interfaces, statsapi.InterfaceStats{
 			Name: name, RxBytes: num(0), RxErrors: num(2), TxBytes: num(8), TxErrors: num(10),
 		})
+		packets = append(packets, InterfacePackets{Name: name, RxPackets: n(1), RxDropped: n(3), TxPackets: n(9), TxDropped: n(11)})
 	}
 	if len(ns.Interfaces) == 0 {
-		return ns, nil
+		return ns, packets, nil
 	}
 	def := h.defaultRouteInterface(pidDir)
 	pick := -1
@@ -161,7 +177,7 @@ func (h host) network(pidDir string, now metav1.Time) (*statsapi.NetworkStats, e
 		pick = 0
 	}
 	ns.InterfaceStats = ns.Interfaces[pick]
-	return ns, nil
+	return ns, packets, nil
 }
 
 // defaultRouteInterface returns the interface of the IPv4 default route in

@@ -35,6 +35,12 @@ type Runtime interface {
 	// namespace is the pod's; used for pod network stats when the sandbox
 	// stats give none. Failing: no pod network stats then.
 	SandboxPID(ctx context.Context, sandboxID string) (int, error)
+	// ContainerCgroup returns a container's cgroups path (its OCI spec's
+	// linux.cgroupsPath); only Detailed asks, once per container.
+	ContainerCgroup(ctx context.Context, containerID string) (string, error)
+	// ListImages lists the runtime's images; Detailed names a container's
+	// image by its first tag when the runtime reports only its ID.
+	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
 }
 
 // Config configures a Provider.
@@ -45,18 +51,26 @@ type Config struct {
 	RootDir string
 	// PodLogsDir is where container logs live.
 	PodLogsDir string
-	// ProcRoot is /proc; tests point it at a fake tree.
-	ProcRoot string
+	// ProcRoot is /proc, SysRoot /sys, CgroupRoot /sys/fs/cgroup and
+	// EtcRoot /etc unless set; tests point them at fake trees.
+	ProcRoot, SysRoot, CgroupRoot, EtcRoot string
 	// Now is time.Now unless set.
 	Now func() time.Time
 }
 
 // Provider builds summaries. It is safe for concurrent use.
 type Provider struct {
-	cfg   Config
-	host  host
-	rates *cpuRates
-	du    *diskUsage
+	cfg     Config
+	host    host
+	rates   *cpuRates
+	du      *diskUsage
+	cgroups *cgroupReader
+	// cgroupPaths caches containers' cgroups paths by container ID; a
+	// path never changes for a container.
+	cgroupPaths *idCache[string]
+	machine     onceValue[MachineInfo]
+	fsDevices   *idCache[string] // mountpoint -> device
+	imageNames  *idCache[string] // image ID -> first repo tag
 
 	mu   sync.Mutex
 	pids map[string]int // sandbox ID -> PID; a sandbox's PID never changes
@@ -78,15 +92,28 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.ProcRoot == "" {
 		cfg.ProcRoot = "/proc"
 	}
+	if cfg.SysRoot == "" {
+		cfg.SysRoot = "/sys"
+	}
+	if cfg.CgroupRoot == "" {
+		cfg.CgroupRoot = filepath.Join(cfg.SysRoot, "fs", "cgroup")
+	}
+	if cfg.EtcRoot == "" {
+		cfg.EtcRoot = "/etc"
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Provider{
-		cfg:   cfg,
-		host:  host{proc: cfg.ProcRoot},
-		rates: newCPURates(),
-		du:    newDiskUsage(cfg.Now),
-		pids:  map[string]int{},
+		cfg:         cfg,
+		host:        host{proc: cfg.ProcRoot},
+		rates:       newCPURates(),
+		du:          newDiskUsage(cfg.Now),
+		cgroups:     newCgroupReader(cfg.CgroupRoot, filepath.Join(cfg.SysRoot, "dev", "block")),
+		cgroupPaths: newIDCache[string](4096),
+		fsDevices:   newIDCache[string](64),
+		imageNames:  newIDCache[string](1024),
+		pids:        map[string]int{},
 	}, nil
 }
 
@@ -156,6 +183,12 @@ func (p *Provider) sandboxStats(ctx context.Context) []*runtimeapi.PodSandboxSta
 // Summary returns the node's summary. With onlyCPUAndMemory, file systems
 // and network are left out (metrics-server's request).
 func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsapi.Summary, error) {
+	return p.summary(ctx, onlyCPUAndMemory, nil)
+}
+
+// summary builds the summary; a non-nil d collects, for every container
+// the summary reports, what Detailed adds.
+func (p *Provider) summary(ctx context.Context, onlyCPUAndMemory bool, d *Detail) (*statsapi.Summary, error) {
 	rs, err := p.readRuntime(ctx, !onlyCPUAndMemory)
 	if err != nil {
 		return nil, err
@@ -165,7 +198,10 @@ func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsap
 	if err != nil {
 		return nil, err
 	}
-	pods := p.podStats(ctx, rs, now, onlyCPUAndMemory)
+	pods := p.podStats(ctx, rs, now, onlyCPUAndMemory, d)
+	if d != nil && rs.imageFs != nil && len(rs.imageFs.ImageFilesystems) > 0 {
+		d.ImageFsDevice = p.fsDevice(rs.imageFs.ImageFilesystems[0].GetFsId().GetMountpoint())
+	}
 	p.rates.forget(10 * time.Minute)
 	p.du.forget()
 	return &statsapi.Summary{Node: *node, Pods: pods}, nil
@@ -225,7 +261,7 @@ func (p *Provider) imageFs(rs *runtimeState, now metav1.Time) *statsapi.FsStats 
 
 // podStats reports every pod whose newest sandbox is ready, with its
 // running containers.
-func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Time, only bool) []statsapi.PodStats {
+func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Time, only bool, d *Detail) []statsapi.PodStats {
 	newest := map[string]*runtimeapi.PodSandbox{}
 	for _, sb := range rs.sandboxes {
 		uid := sb.GetLabels()[cri.LabelPodUID]
@@ -273,7 +309,11 @@ func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Ti
 		}
 		for _, c := range bySandbox[sb.Id] {
 			ps.Containers = append(ps.Containers, p.containerStats(c.Id, c.GetMetadata().GetName(), c.CreatedAt, rs.stats[c.Id], logDir, rs, now, only))
+			if d != nil {
+				d.Containers[ContainerKey{PodUID: uid, Name: c.GetMetadata().GetName()}] = p.containerDetail(ctx, c, d)
+			}
 		}
+
 		sort.Slice(ps.Containers, func(i, j int) bool { return ps.Containers[i].Name < ps.Containers[j].Name })
 
 		sbs := rs.sandboxStats[sb.Id].GetLinux()
@@ -282,7 +322,11 @@ func (p *Provider) podStats(ctx context.Context, rs *runtimeState, now metav1.Ti
 			ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: value(sbs.GetProcess().GetProcessCount())}
 		}
 		if !only {
-			ps.Network = p.podNetwork(ctx, sb, sbs, now)
+			var packets []InterfacePackets
+			ps.Network, packets = p.podNetwork(ctx, sb, sbs, now)
+			if d != nil && packets != nil {
+				d.PodPackets[uid] = packets
+			}
 			ps.VolumeStats = p.emptyDirs(types.UID(uid), now)
 			ps.EphemeralStorage = ephemeral(ps, now)
 		}
@@ -418,9 +462,9 @@ func podCPUMemory(sbs *runtimeapi.LinuxPodSandboxStats, ctrs []statsapi.Containe
 }
 
 // podNetwork reads pod network stats from the sandbox stats, or from the
-// sandbox process's network namespace. Host-network pods have none of
-// their own.
-func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, sbs *runtimeapi.LinuxPodSandboxStats, now metav1.Time) *statsapi.NetworkStats {
+// sandbox process's network namespace, with packet counters then.
+// Host-network pods have none of their own.
+func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, sbs *runtimeapi.LinuxPodSandboxStats, now metav1.Time) (*statsapi.NetworkStats, []InterfacePackets) {
 	if n := sbs.GetNetwork(); n != nil {
 		ns := &statsapi.NetworkStats{Time: at(n.Timestamp, now)}
 		for _, it := range n.Interfaces {
@@ -429,22 +473,22 @@ func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, sb
 		if n.DefaultInterface != nil {
 			ns.InterfaceStats = iface(n.DefaultInterface)
 		}
-		return ns
+		return ns, nil
 	}
 	if sb.GetAnnotations()[cri.AnnotationSandboxHostNetwork] == "true" {
-		return nil
+		return nil, nil
 	}
 	pid, err := p.sandboxPID(ctx, sb.Id)
 	if err != nil {
 		klog.V(3).InfoS("Stats: sandbox process", "sandbox", sb.Id, "err", err)
-		return nil
+		return nil, nil
 	}
-	ns, err := p.host.network(fmt.Sprint(pid), now)
+	ns, packets, err := p.host.networkPackets(fmt.Sprint(pid), now)
 	if err != nil {
 		klog.V(3).InfoS("Stats: pod network", "sandbox", sb.Id, "err", err)
-		return nil
+		return nil, nil
 	}
-	return ns
+	return ns, packets
 }
 
 func (p *Provider) sandboxPID(ctx context.Context, id string) (int, error) {

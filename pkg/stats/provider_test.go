@@ -63,6 +63,23 @@ type fakeRuntime struct {
 	// nil fails them.
 	sandboxStats func() ([]*runtimeapi.PodSandboxStats, error)
 	pid          func(sandboxID string) (int, error)
+	// cgroups answers ContainerCgroup; a missing ID fails it.
+	cgroups map[string]string
+	images  []*runtimeapi.Image
+	// imageLists counts ListImages calls.
+	imageLists int
+}
+
+func (f *fakeRuntime) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	f.imageLists++
+	return f.images, nil
+}
+
+func (f *fakeRuntime) ContainerCgroup(_ context.Context, id string) (string, error) {
+	if p, ok := f.cgroups[id]; ok {
+		return p, nil
+	}
+	return "", errors.New("no cgroup")
 }
 
 func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {

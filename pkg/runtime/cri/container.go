@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -100,6 +101,33 @@ func (c *Client) ContainerStatus(ctx context.Context, id string, verbose bool) (
 		return nil, fmt.Errorf("container status %s: %w", id, classify(status.Error(codes.NotFound, "no status in response")))
 	}
 	return resp.Status, nil
+}
+
+// ContainerCgroup returns the cgroups path the runtime gave the container
+// (its OCI spec's linux.cgroupsPath, e.g. /k8s.io/<id> under containerd with
+// no cgroup parent), read from the verbose status. It never changes for a
+// container, so callers may cache it by ID.
+func (c *Client) ContainerCgroup(ctx context.Context, id string) (string, error) {
+	ctx, cancel := c.ctx(ctx, c.timeout)
+	defer cancel()
+	st, err := c.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		return "", fmt.Errorf("container status %s: %w", id, classify(err))
+	}
+	var info struct {
+		RuntimeSpec struct {
+			Linux struct {
+				CgroupsPath string `json:"cgroupsPath"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil {
+		return "", fmt.Errorf("container %s verbose info: %w", id, err)
+	}
+	if info.RuntimeSpec.Linux.CgroupsPath == "" {
+		return "", fmt.Errorf("container %s: no cgroups path in verbose info", id)
+	}
+	return info.RuntimeSpec.Linux.CgroupsPath, nil
 }
 
 // ContainerStats returns resource usage of one container.

@@ -123,7 +123,17 @@ func (s *Syncer) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		}
 	}
 	s.pulls.succeeded(pod.UID, image)
-	s.event(pod, v1.EventTypeNormal, ReasonPulled, "Successfully pulled image %q in %v", image, s.clock.Since(start).Round(time.Millisecond))
+	took := s.clock.Since(start)
+	s.event(pod, v1.EventTypeNormal, ReasonPulled, "Successfully pulled image %q in %v", image, took.Round(time.Millisecond))
+	if m, ok := s.metrics.(ImagePullMetrics); ok {
+		// The size is what the runtime says of the pulled image; 0
+		// (unknown) when it cannot say.
+		var size uint64
+		if st, err := s.rt.ImageStatus(ctx, ref); err == nil && st != nil {
+			size = st.Size
+		}
+		m.ObserveImagePull(took, size)
+	}
 	return imageResult{ref: ref}
 }
 

@@ -72,6 +72,12 @@ type Metrics interface {
 	ObserveOperation(op string, d time.Duration, err error)
 }
 
+// ImagePullMetrics, when Metrics implements it too, records each
+// successful image pull with the pulled image's size (0: unknown).
+type ImagePullMetrics interface {
+	ObserveImagePull(d time.Duration, size uint64)
+}
+
 // Operations reported to Metrics.
 const (
 	OpRunSandbox      = "run_podsandbox"
