@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -461,34 +462,40 @@ func podCPUMemory(sbs *runtimeapi.LinuxPodSandboxStats, ctrs []statsapi.Containe
 	return cpu, mem
 }
 
-// podNetwork reads pod network stats from the sandbox stats, or from the
-// sandbox process's network namespace, with packet counters then.
-// Host-network pods have none of their own.
+// podNetwork reads pod network stats from the sandbox process's network
+// namespace (every interface, with packet counters), or, where that cannot
+// be read, from the runtime's sandbox stats (bytes and errors only; a
+// runtime that reports only the default interface still shows it among the
+// interfaces). Host-network pods have none of their own.
 func (p *Provider) podNetwork(ctx context.Context, sb *runtimeapi.PodSandbox, sbs *runtimeapi.LinuxPodSandboxStats, now metav1.Time) (*statsapi.NetworkStats, []InterfacePackets) {
-	if n := sbs.GetNetwork(); n != nil {
-		ns := &statsapi.NetworkStats{Time: at(n.Timestamp, now)}
-		for _, it := range n.Interfaces {
-			ns.Interfaces = append(ns.Interfaces, iface(it))
-		}
-		if n.DefaultInterface != nil {
-			ns.InterfaceStats = iface(n.DefaultInterface)
-		}
-		return ns, nil
-	}
 	if sb.GetAnnotations()[cri.AnnotationSandboxHostNetwork] == "true" {
 		return nil, nil
 	}
 	pid, err := p.sandboxPID(ctx, sb.Id)
-	if err != nil {
-		klog.V(3).InfoS("Stats: sandbox process", "sandbox", sb.Id, "err", err)
-		return nil, nil
-	}
-	ns, packets, err := p.host.networkPackets(fmt.Sprint(pid), now)
-	if err != nil {
+	if err == nil {
+		ns, packets, err := p.host.networkPackets(fmt.Sprint(pid), now)
+		if err == nil {
+			return ns, packets
+		}
 		klog.V(3).InfoS("Stats: pod network", "sandbox", sb.Id, "err", err)
+	} else {
+		klog.V(3).InfoS("Stats: sandbox process", "sandbox", sb.Id, "err", err)
+	}
+	n := sbs.GetNetwork()
+	if n == nil {
 		return nil, nil
 	}
-	return ns, packets
+	ns := &statsapi.NetworkStats{Time: at(n.Timestamp, now)}
+	for _, it := range n.Interfaces {
+		ns.Interfaces = append(ns.Interfaces, iface(it))
+	}
+	if n.DefaultInterface != nil {
+		ns.InterfaceStats = iface(n.DefaultInterface)
+		if !slices.ContainsFunc(ns.Interfaces, func(i statsapi.InterfaceStats) bool { return i.Name == ns.InterfaceStats.Name }) {
+			ns.Interfaces = append(ns.Interfaces, ns.InterfaceStats)
+		}
+	}
+	return ns, nil
 }
 
 func (p *Provider) sandboxPID(ctx context.Context, id string) (int, error) {
