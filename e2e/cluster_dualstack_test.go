@@ -60,9 +60,12 @@ func TestClusterDualStack(t *testing.T) {
 		nodeIPs []string
 		// podFirst is the range status.podIPs[0] comes from.
 		podFirst, podSecond netip.Prefix
+		// leave the pod-network pod running: the runtime's teardown must
+		// then release its two addresses and its NAT rules itself.
+		leave bool
 	}{
-		{"ipv4-first", []string{dsNodeV4, dsNodeV6}, v4Range, v6Range},
-		{"ipv6-first", []string{dsNodeV6, dsNodeV4}, v6Range, v4Range},
+		{"ipv4-first", []string{dsNodeV4, dsNodeV6}, v4Range, v6Range, false},
+		{"ipv6-first", []string{dsNodeV6, dsNodeV4}, v6Range, v4Range, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig, "--node-ip", strings.Join(tc.nodeIPs, ","))
@@ -82,10 +85,20 @@ func TestClusterDualStack(t *testing.T) {
 			if !strings.Contains(log, want) {
 				t.Errorf("downward API env: want %q in the container's output:\n%s", want, log)
 			}
-			// The addresses are the ones CNI gave the container's eth0.
+			// The addresses are the ones CNI gave the container's eth0, each
+			// reserved in the network's IPAM store and masqueraded by its
+			// family's NAT table.
 			for _, ip := range podIPs {
 				if !strings.Contains(log, " "+ip+"/") {
 					t.Errorf("pod IP %s is not on the container's eth0:\n%s", ip, log)
+				}
+				if _, err := os.Stat(filepath.Join("/run/nodelet/ipam", network.Name, ip)); err != nil {
+					t.Errorf("no IPAM reservation for pod IP %s: %v", ip, err)
+				}
+			}
+			for _, cmd := range []string{"iptables", "ip6tables"} {
+				if out, _ := exec.Command(cmd, "-t", "nat", "-S").CombinedOutput(); !strings.Contains(string(out), `name: \"`+network.Name+`\"`) {
+					t.Errorf("no %s NAT rule for network %s:\n%s", cmd, network.Name, out)
 				}
 			}
 
@@ -103,7 +116,11 @@ func TestClusterDualStack(t *testing.T) {
 
 			// Gone before the next nodelet: a pod's IPs are not to change
 			// under it, and the next run starts from an empty node.
-			for _, name := range []string{p.Name, h.Name} {
+			gone := []string{p.Name, h.Name}
+			if tc.leave {
+				gone = gone[1:]
+			}
+			for _, name := range gone {
 				if err := admin.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}); err != nil {
 					t.Fatal(err)
 				}
