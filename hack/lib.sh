@@ -120,6 +120,7 @@ runtime_paths() {
   RT_PIDFILE="$RT_STATE_DIR/containerd.pid"
   RT_LOG="$RT_STATE_DIR/containerd.log"
   RT_ENVFILE="$RT_STATE_DIR/runtime.env"
+  RT_NETWORK_ENV="$RT_STATE_DIR/network.env"
   RT_MARKER="$RT_STATE_DIR/.nodelet-runtime"
   RT_CNI_CONF_DIR="$RT_STATE_DIR/cni/net.d"
   # The runtime's own CNI plugin dir: /usr/lib/cni's plugins, with host-local wrapped to note in
@@ -134,11 +135,48 @@ runtime_paths() {
 # Names shared by every runtime on this host. The bridge and the IPAM store are deliberately shared: two
 # runtimes started in parallel (parallel e2e packages) then hand out distinct pod IPs from one
 # 10.88.0.0/16 instead of both giving out 10.88.0.2 on the same bridge.
-NODELET_CNI_NETWORK="nodelet"
-NODELET_BRIDGE="nodelet0"
-NODELET_POD_SUBNET="10.88.0.0/16"
+# A runtime that needs another pod network (a dual-stack one, say) sets all of NODELET_CNI_NETWORK,
+# NODELET_BRIDGE and NODELET_POD_SUBNET (and NODELET_POD_SUBNET6 for a second, IPv6 range) in the
+# environment of runtime-up; it records them in STATE_DIR/network.env, which runtime-down reads, so the
+# teardown cleans that network and not the default one (runtime_network).
+NODELET_CNI_NETWORK="${NODELET_CNI_NETWORK:-nodelet}"
+NODELET_BRIDGE="${NODELET_BRIDGE:-nodelet0}"
+NODELET_POD_SUBNET="${NODELET_POD_SUBNET:-10.88.0.0/16}"
+# Empty: single-stack. An IPv6 subnet (a ULA /64, e.g. fd00:89::/64) adds a second host-local range, so
+# every pod gets one address of each family, the IPv4 one first in the CNI result.
+NODELET_POD_SUBNET6="${NODELET_POD_SUBNET6:-}"
 # Under /run (tmpfs) so a reboot cannot leave stale IP reservations behind.
 NODELET_IPAM_DIR="/run/nodelet/ipam"
+# The host's net.ipv6.conf.all.forwarding before the first dual-stack pod network turned it on (the
+# bridge plugin does so for an IPv6 gateway); the last runtime down puts it back.
+NODELET_IPV6_FORWARDING_SAVED="/run/nodelet/ipv6-forwarding.before"
+
+# runtime_network: the pod network of the runtime selected by runtime_paths. A state dir that recorded
+# one (network.env, written by runtime-up) keeps it whatever the environment says now; otherwise the
+# NODELET_* values above are checked, since they go verbatim into JSON, sed and file names.
+runtime_network() {
+  if [[ -f "$RT_NETWORK_ENV" ]]; then
+    local k v
+    while IFS='=' read -r k v; do
+      case "$k" in
+        NODELET_CNI_NETWORK | NODELET_BRIDGE | NODELET_POD_SUBNET | NODELET_POD_SUBNET6) printf -v "$k" '%s' "$v" ;;
+      esac
+    done <"$RT_NETWORK_ENV"
+  fi
+  [[ "$NODELET_CNI_NETWORK" =~ ^[a-z0-9][a-z0-9_.-]{0,62}$ ]] || die "bad network name NODELET_CNI_NETWORK=$NODELET_CNI_NETWORK"
+  # Interface names hold at most 15 bytes.
+  [[ "$NODELET_BRIDGE" =~ ^[A-Za-z0-9_.-]{1,15}$ ]] || die "bad bridge name NODELET_BRIDGE=$NODELET_BRIDGE"
+  [[ "$NODELET_POD_SUBNET" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$ ]] || die "NODELET_POD_SUBNET=$NODELET_POD_SUBNET is not an IPv4 CIDR"
+  [[ -z "$NODELET_POD_SUBNET6" || "$NODELET_POD_SUBNET6" =~ ^[0-9a-fA-F:]*:[0-9a-fA-F:]*/[0-9]{1,3}$ ]] \
+    || die "NODELET_POD_SUBNET6=$NODELET_POD_SUBNET6 is not an IPv6 CIDR"
+}
+
+# write_network_env: records the runtime's pod network in its state dir for runtime-down.
+write_network_env() {
+  printf '%s\n' "NODELET_CNI_NETWORK=$NODELET_CNI_NETWORK" "NODELET_BRIDGE=$NODELET_BRIDGE" \
+    "NODELET_POD_SUBNET=$NODELET_POD_SUBNET" "NODELET_POD_SUBNET6=$NODELET_POD_SUBNET6" >"$RT_NETWORK_ENV.tmp"
+  mv -f "$RT_NETWORK_ENV.tmp" "$RT_NETWORK_ENV"
+}
 
 # ctr_rt ARGS...: ctr against the runtime selected by runtime_paths, in the CRI namespace. Bounded by a
 # timeout (CTR_TIMEOUT seconds, default 60): a wedged containerd must fail a script, not hang it.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stops the runtime hack/runtime-up.sh started for STATE_DIR and removes what it left on the host: pod
 # sandboxes and containers, containerd and its shims, mounts under STATE_DIR, the pods' CNI state (IP
-# reservations, iptables rules, veths) and, when no other runtime still uses it, the nodelet0 bridge.
+# reservations, iptables and ip6tables rules, veths) and, when no other runtime still uses it, the
+# bridge (nodelet0, or the one runtime-up recorded in STATE_DIR/network.env).
 #
 #   hack/runtime-down.sh [--purge] [STATE_DIR]     (default: _state/runtime under the repo)
 #
@@ -18,7 +19,7 @@ for arg in "$@"; do
   case "$arg" in
     --purge) purge=1 ;;
     -h | --help)
-      sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     -*) die "unknown flag $arg" ;;
@@ -30,6 +31,7 @@ for arg in "$@"; do
 done
 runtime_paths "${state_arg:-$NODELET_ROOT/_state/runtime}"
 require_root
+runtime_network
 
 if [[ ! -d "$RT_STATE_DIR" ]]; then
   log "$RT_STATE_DIR does not exist; nothing to do"
@@ -167,17 +169,47 @@ mapfile -t mounts < <(mounts_under_state)
 # Builtins only inside the loop: on a loaded 2-core machine every process costs ~0.1 s, per pod.
 result_dir=/var/lib/cni/results # libcni's cache of ADD results, one file per network/container/ifname
 nat_rules="$(iptables -t nat -S 2>/dev/null || true)"
-declare -A chains=() ipam_owner=()
-# host-local IP reservations: one file per IP whose first line is the sandbox ID holding it.
+nat6_rules=""
+if [[ -n "$NODELET_POD_SUBNET6" ]]; then nat6_rules="$(ip6tables -t nat -S 2>/dev/null || true)"; fi
+declare -A ipam_owner=()
+# host-local IP reservations: one file per IP whose first line is the sandbox ID holding it (two per
+# sandbox on a dual-stack network, hence a newline-separated list per owner).
 for f in "$NODELET_IPAM_DIR/$NODELET_CNI_NETWORK"/*; do
   [[ -f "$f" ]] || continue
   owner=""
   read -r owner <"$f" || true
   owner="${owner%$'\r'}" # host-local ends its lines with \r\n
-  if [[ -n "$owner" ]]; then ipam_owner["$owner"]="$f"; fi
+  if [[ -n "$owner" ]]; then ipam_owner["$owner"]+="$f"$'\n'; fi
 done
+
+# nat_cleanup_for RULES ID: adds to nat_delete and chains what the bridge's ipMasq and portmap's DNAT
+# set up for sandbox ID in RULES (iptables -S output of one family): their rules carry the comment
+# 'name: "<network>" id: "<id>"'; the per-pod chains they jump to go too.
+nat_cleanup_for() {
+  local rules="$1" id="$2" rule
+  [[ "$rules" == *"$id"* ]] || return 0
+  while IFS= read -r rule; do
+    [[ "$rule" == "-A "*"id: \\\"$id\\\""* ]] || continue
+    nat_delete+=("-D ${rule#-A }")
+    if [[ "$rule" =~ \ -j\ (CNI-[A-Za-z0-9-]+) && "${BASH_REMATCH[1]}" != CNI-HOSTPORT-* ]]; then
+      chains["${BASH_REMATCH[1]}"]=1
+    fi
+  done <<<"$rules"
+}
+
+# nat_apply CMD: deletes what nat_cleanup_for collected, with CMD (iptables or ip6tables).
+nat_apply() {
+  local cmd="$1" chain line
+  for chain in "${!chains[@]}"; do nat_delete+=("-F $chain" "-X $chain"); done
+  ((${#nat_delete[@]} > 0)) || return 0
+  # One atomic restore for all of it (rules from -S are in restore syntax, comments quoted). Should it
+  # refuse (a rule vanished meanwhile), fall back to one command per line.
+  if ! printf '*nat\n%s\nCOMMIT\n' "$(printf '%s\n' "${nat_delete[@]}")" | "$cmd-restore" --noflush 2>/dev/null; then
+    for line in "${nat_delete[@]}"; do eval "$cmd -t nat $line" 2>/dev/null || true; done
+  fi
+}
+
 to_remove=()
-nat_delete=()
 for id in "${!ids[@]}"; do
   [[ "$id" =~ ^[A-Za-z0-9_.-]+$ ]] || continue
   for f in "$result_dir/$NODELET_CNI_NETWORK-$id-"* "$result_dir/cni-loopback-$id-"*; do
@@ -190,33 +222,31 @@ for id in "${!ids[@]}"; do
       ip link del "${BASH_REMATCH[1]}" 2>/dev/null || true
     fi
   done
-  if [[ -n "${ipam_owner[$id]:-}" ]]; then to_remove+=("${ipam_owner[$id]}"); fi
-  # iptables: bridge's ipMasq and portmap's DNAT rules carry the comment 'name: "nodelet" id: "<id>"'.
-  # Delete those rules, then the per-pod chains they jumped to.
-  [[ "$nat_rules" == *"$id"* ]] || continue
-  while IFS= read -r rule; do
-    [[ "$rule" == "-A "*"id: \\\"$id\\\""* ]] || continue
-    nat_delete+=("-D ${rule#-A }")
-    if [[ "$rule" =~ \ -j\ (CNI-[A-Za-z0-9-]+) && "${BASH_REMATCH[1]}" != CNI-HOSTPORT-* ]]; then
-      chains["${BASH_REMATCH[1]}"]=1
-    fi
-  done <<<"$nat_rules"
+  if [[ -n "${ipam_owner[$id]:-}" ]]; then
+    while IFS= read -r f; do to_remove+=("$f"); done <<<"${ipam_owner[$id]%$'\n'}"
+  fi
 done
 if ((${#to_remove[@]} > 0)); then rm -f "${to_remove[@]}"; fi
-for chain in "${!chains[@]}"; do nat_delete+=("-F $chain" "-X $chain"); done
-if ((${#nat_delete[@]} > 0)); then
-  # One atomic iptables-restore for all of it (rules from iptables -S are in restore syntax, comments
-  # quoted). Should it refuse (a rule vanished meanwhile), fall back to one command per line.
-  if ! printf '*nat\n%s\nCOMMIT\n' "$(printf '%s\n' "${nat_delete[@]}")" | iptables-restore --noflush 2>/dev/null; then
-    for line in "${nat_delete[@]}"; do eval "iptables -t nat $line" 2>/dev/null || true; done
-  fi
-fi
+# Per family: iptables for the IPv4 rules, ip6tables for a dual-stack network's IPv6 ones.
+for family in iptables ip6tables; do
+  rules="$nat_rules"
+  if [[ "$family" == ip6tables ]]; then rules="$nat6_rules"; fi
+  [[ -n "$rules" ]] || continue
+  declare -A chains=()
+  nat_delete=()
+  for id in "${!ids[@]}"; do
+    [[ "$id" =~ ^[A-Za-z0-9_.-]+$ ]] || continue
+    nat_cleanup_for "$rules" "$id"
+  done
+  nat_apply "$family"
+  unset chains
+done
 
-# other_bridge_users: prints the config of every other live containerd whose CNI config uses our bridge
-# (another state dir's runtime, or a hand-made one). While one runs, it may be adding a pod this very
-# moment: the bridge plugin creates the bridge and then attaches a veth to it, and host-local writes
-# into the IPAM store, so deleting either under it would fail that pod at random.
-other_bridge_users() {
+# other_runtimes_with STRING: prints the config of every other live containerd whose CNI config holds
+# STRING (another state dir's runtime, or a hand-made one). With our bridge's name: while one runs, it
+# may be adding a pod this very moment: the bridge plugin creates the bridge and then attaches a veth to
+# it, and host-local writes into the IPAM store, so deleting either under it would fail that pod at random.
+other_runtimes_with() {
   local d pid args i cfg confdir
   for d in /proc/[0-9]*; do
     pid="${d#/proc/}"
@@ -232,7 +262,7 @@ other_bridge_users() {
     done
     [[ "$cfg" != "$RT_CONFIG" && -r "$cfg" ]] || continue
     confdir="$(sed -n 's/^[[:space:]]*conf_dir[[:space:]]*=[[:space:]]*"\(.*\)"/\1/p' "$cfg" | head -n1)"
-    if [[ -n "$confdir" ]] && grep -qsF "\"$NODELET_BRIDGE\"" "$confdir"/* 2>/dev/null; then
+    if [[ -n "$confdir" ]] && grep -qsF "$1" "$confdir"/* 2>/dev/null; then
       echo "$cfg"
     fi
   done
@@ -240,7 +270,7 @@ other_bridge_users() {
 
 # The bridge and the IPAM store are shared by every runtime on this host; the last one down removes
 # them. Our own IP reservations are already gone above, whoever else is running.
-users="$(other_bridge_users)"
+users="$(other_runtimes_with "\"$NODELET_BRIDGE\"")"
 if [[ -n "$users" ]]; then
   log "leaving bridge $NODELET_BRIDGE and $NODELET_IPAM_DIR to the other runtime(s) using them: $(tr '\n' ' ' <<<"$users")"
 else
@@ -248,12 +278,29 @@ else
     ip link del "$NODELET_BRIDGE" 2>/dev/null || warn "could not delete bridge $NODELET_BRIDGE"
   fi
   if [[ -d "$NODELET_IPAM_DIR/$NODELET_CNI_NETWORK" ]]; then
-    if compgen -G "$NODELET_IPAM_DIR/$NODELET_CNI_NETWORK/[0-9]*.[0-9]*.[0-9]*.[0-9]*" >/dev/null; then
+    if compgen -G "$NODELET_IPAM_DIR/$NODELET_CNI_NETWORK/[0-9]*.[0-9]*.[0-9]*.[0-9]*" >/dev/null \
+      || compgen -G "$NODELET_IPAM_DIR/$NODELET_CNI_NETWORK/*:*" >/dev/null; then
       # Reservations of pods whose runtime is gone without cleaning up; no one can release them now.
       log "removing stale IP reservations in $NODELET_IPAM_DIR/$NODELET_CNI_NETWORK (no runtime left to own them)"
     fi
     rm -rf "${NODELET_IPAM_DIR:?}/${NODELET_CNI_NETWORK:?}"
     rmdir "$NODELET_IPAM_DIR" "$(dirname "$NODELET_IPAM_DIR")" 2>/dev/null || true
+  fi
+fi
+
+# The bridge plugin turned IPv6 forwarding on for a dual-stack network's gateway; the last runtime with
+# an IPv6 pod range puts back what runtime-up found (forwarding also stops router advertisements from
+# configuring the host, so it must not stay on by accident).
+if [[ -n "$NODELET_POD_SUBNET6" && -f "$NODELET_IPV6_FORWARDING_SAVED" ]]; then
+  if [[ -n "$(other_runtimes_with '"::/0"')" ]]; then
+    log "leaving IPv6 forwarding to the other dual-stack runtime(s)"
+  else
+    before="$(cat "$NODELET_IPV6_FORWARDING_SAVED" 2>/dev/null || true)"
+    if [[ "$before" =~ ^[01]$ ]]; then
+      echo "$before" >/proc/sys/net/ipv6/conf/all/forwarding || warn "could not restore net.ipv6.conf.all.forwarding=$before"
+    fi
+    rm -f "$NODELET_IPV6_FORWARDING_SAVED"
+    rmdir "$(dirname "$NODELET_IPV6_FORWARDING_SAVED")" 2>/dev/null || true
   fi
 fi
 

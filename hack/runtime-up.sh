@@ -7,18 +7,21 @@
 # Idempotent: a containerd already running for STATE_DIR is reused, images already imported are kept.
 # The last line printed is "CRI endpoint: unix://STATE_DIR/containerd.sock".
 # Exit code 3 means the machine cannot run it (not root, packages not installable, no Go toolchain).
+# The pod network is the shared nodelet0 bridge on 10.88.0.0/16 unless NODELET_CNI_NETWORK,
+# NODELET_BRIDGE, NODELET_POD_SUBNET and NODELET_POD_SUBNET6 (an IPv6 range: dual stack) say otherwise.
 set -euo pipefail
 
 # shellcheck source=hack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 (($# <= 1)) || die "usage: $0 [STATE_DIR]"
 
 runtime_paths "${1:-$NODELET_ROOT/_state/runtime}"
+runtime_network
 
 PAUSE_IMAGE="registry.k8s.io/pause:3.10"
 BUSYBOX_IMAGE="docker.io/library/busybox:1.35"
@@ -63,6 +66,32 @@ detect_snapshotter() {
   if ((ok)); then echo overlayfs; else echo native; fi
 }
 
+# The host-local ranges and routes of the pod network: one IPv4 range, and with NODELET_POD_SUBNET6 a
+# second, IPv6 one (a range set per family is what gives a pod one address of each).
+cni_network_json() {
+  CNI_RANGES="[{ \"subnet\": \"$NODELET_POD_SUBNET\" }]"
+  CNI_ROUTES='{ "dst": "0.0.0.0/0" }'
+  if [[ -n "$NODELET_POD_SUBNET6" ]]; then
+    CNI_RANGES+=", [{ \"subnet\": \"$NODELET_POD_SUBNET6\" }]"
+    CNI_ROUTES+=', { "dst": "::/0" }'
+  fi
+}
+
+# ipv6_ready: a dual-stack pod network needs IPv6 in the kernel; say so here rather than through a
+# RunPodSandbox that fails in the bridge plugin. Notes the host's IPv6 forwarding setting before the
+# bridge plugin turns it on, for the last runtime-down to restore.
+ipv6_ready() {
+  [[ -n "$NODELET_POD_SUBNET6" ]] || return 0
+  local disabled
+  disabled="$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6 2>/dev/null || echo missing)"
+  [[ "$disabled" == 0 ]] || die_env "NODELET_POD_SUBNET6 needs IPv6, but net.ipv6.conf.all.disable_ipv6 is $disabled"
+  require_cmd ip6tables
+  mkdir -p "$(dirname "$NODELET_IPV6_FORWARDING_SAVED")"
+  if [[ ! -e "$NODELET_IPV6_FORWARDING_SAVED" ]]; then
+    cat /proc/sys/net/ipv6/conf/all/forwarding >"$NODELET_IPV6_FORWARDING_SAVED"
+  fi
+}
+
 # render TEMPLATE DEST: substitutes the @NAME@ placeholders both templates use.
 render() {
   local tmp
@@ -71,7 +100,8 @@ render() {
     -e "s|@SNAPSHOTTER@|$SNAPSHOTTER|g" \
     -e "s|@NETWORK@|$NODELET_CNI_NETWORK|g" \
     -e "s|@BRIDGE@|$NODELET_BRIDGE|g" \
-    -e "s|@SUBNET@|$NODELET_POD_SUBNET|g" \
+    -e "s|@RANGES@|$CNI_RANGES|g" \
+    -e "s|@ROUTES@|$CNI_ROUTES|g" \
     -e "s|@IPAM_DIR@|$NODELET_IPAM_DIR|g" \
     "$1" >"$tmp"
   if grep -q '@[A-Z_]*@' "$tmp"; then
@@ -111,6 +141,9 @@ start_containerd() {
   [[ -n "$SNAPSHOTTER" ]] || SNAPSHOTTER="$(detect_snapshotter)"
   log "snapshotter: $SNAPSHOTTER"
 
+  write_network_env
+  ipv6_ready
+  cni_network_json
   mkdir -p "$RT_CNI_CONF_DIR" "$RT_STATE_DIR/root" "$RT_STATE_DIR/state" "$RT_RUNC_ROOT" "$RT_STATE_DIR/certs.d"
   render "$NODELET_ROOT/hack/containerd/config.toml.tmpl" "$RT_CONFIG"
   render "$NODELET_ROOT/hack/containerd/10-nodelet.conflist.tmpl" "$RT_CNI_CONF_DIR/10-nodelet.conflist"

@@ -68,6 +68,43 @@ func StartRuntimeOn(t testing.TB, prepare func(stateDir string) error) *Runtime 
 	return startRuntime(t, prepare)
 }
 
+// RuntimeNetwork is a pod network of its own for a runtime, instead of the
+// nodelet0 bridge on 10.88.0.0/16 every other runtime on the host shares.
+// All of Name, Bridge and Subnet must be set, and differ from the default
+// network's, so that its teardown (bridge, IP reservations, NAT rules) never
+// touches another runtime's pods.
+type RuntimeNetwork struct {
+	// Name is the CNI network name (and the IPAM store's directory).
+	Name string
+	// Bridge is the Linux bridge, at most 15 bytes.
+	Bridge string
+	// Subnet is the IPv4 range pods get their first address from.
+	Subnet string
+	// Subnet6, when set, is a second, IPv6 range: every pod then gets one
+	// address of each family (dual stack), the IPv4 one first.
+	Subnet6 string
+}
+
+// DualStackNetwork is a dual-stack pod network no other runtime uses.
+var DualStackNetwork = RuntimeNetwork{Name: "nodelet6", Bridge: "nodelet6", Subnet: "10.89.0.0/16", Subnet6: "fd00:89::/64"}
+
+func (n RuntimeNetwork) env() []string {
+	return []string{"NODELET_CNI_NETWORK=" + n.Name, "NODELET_BRIDGE=" + n.Bridge,
+		"NODELET_POD_SUBNET=" + n.Subnet, "NODELET_POD_SUBNET6=" + n.Subnet6}
+}
+
+// StartRuntimeWithNetwork is StartRuntime with the pod network net (see
+// RuntimeNetwork). It never uses NODELET_E2E_RUNTIME_DIR's long-lived
+// runtime, whose network is the default one.
+func StartRuntimeWithNetwork(t testing.TB, net RuntimeNetwork) *Runtime {
+	t.Helper()
+	if net.Name == "" || net.Bridge == "" || net.Subnet == "" {
+		t.Fatalf("runtime network %+v: Name, Bridge and Subnet are all required", net)
+	}
+	rt, stop, err := launchRuntimeEnv(nil, net.env())
+	return startedRuntime(t, rt, stop, err)
+}
+
 func startRuntime(t testing.TB, prepare func(stateDir string) error) *Runtime {
 	t.Helper()
 	if dir := os.Getenv("NODELET_E2E_RUNTIME_DIR"); dir != "" && prepare == nil {
@@ -80,6 +117,13 @@ func startRuntime(t testing.TB, prepare func(stateDir string) error) *Runtime {
 	}
 
 	rt, stop, err := launchRuntime(prepare)
+	return startedRuntime(t, rt, stop, err)
+}
+
+// startedRuntime registers the teardown of what launchRuntime started and
+// fails (or skips) the test when it did not start.
+func startedRuntime(t testing.TB, rt *Runtime, stop func() error, err error) *Runtime {
+	t.Helper()
 	// Registered before looking at err: a half-started runtime is torn down too.
 	if stop != nil {
 		t.Cleanup(func() {
@@ -109,6 +153,12 @@ func LaunchRuntime() (rt *Runtime, stop func() error, err error) {
 // launchRuntime is LaunchRuntime with prepare run on the state dir first (nil: nothing) and the
 // scripts run under the command prefix wrap (nsenter into a Host's namespaces; nil runs them here).
 func launchRuntime(prepare func(stateDir string) error, wrap ...string) (rt *Runtime, stop func() error, err error) {
+	return launchRuntimeEnv(prepare, nil, wrap...)
+}
+
+// launchRuntimeEnv is launchRuntime with env added to runtime-up's
+// environment (runtime-down reads what it needs from the state dir).
+func launchRuntimeEnv(prepare func(stateDir string) error, env []string, wrap ...string) (rt *Runtime, stop func() error, err error) {
 	if os.Geteuid() != 0 {
 		return nil, nil, fmt.Errorf("containerd needs root: %w", ErrUnsupported)
 	}
@@ -141,7 +191,7 @@ func launchRuntime(prepare func(stateDir string) error, wrap ...string) (rt *Run
 			return nil, stop, fmt.Errorf("prepare runtime state dir %s: %w", dir, err)
 		}
 	}
-	rt, err = runtimeUp(dir, wrap...)
+	rt, err = runtimeUpEnv(dir, env, wrap...)
 	if err != nil {
 		return nil, stop, err
 	}
@@ -232,11 +282,15 @@ func (r *Runtime) BuildImage(archive string, args ...string) (string, error) {
 
 // runtimeUp runs hack/runtime-up.sh on dir and describes the runtime it reports.
 func runtimeUp(dir string, wrap ...string) (*Runtime, error) {
+	return runtimeUpEnv(dir, nil, wrap...)
+}
+
+func runtimeUpEnv(dir string, env []string, wrap ...string) (*Runtime, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
 	}
-	out, err := runtimeRunWrapped(runtimeUpTimeout, root, wrap, "bash", filepath.Join(root, "hack", "runtime-up.sh"), dir)
+	out, err := runtimeRunWrappedEnv(runtimeUpTimeout, root, env, wrap, "bash", filepath.Join(root, "hack", "runtime-up.sh"), dir)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == runtimeExitEnv {
@@ -354,11 +408,17 @@ func runtimeIsNodeletMod(gomod []byte) bool {
 
 // runtimeRunWrapped is runtimeRun of wrap + name + args.
 func runtimeRunWrapped(timeout time.Duration, dir string, wrap []string, name string, args ...string) (string, error) {
+	return runtimeRunWrappedEnv(timeout, dir, nil, wrap, name, args...)
+}
+
+// runtimeRunWrappedEnv is runtimeRunWrapped with env added to the
+// environment (a wrap such as nsenter passes it on).
+func runtimeRunWrappedEnv(timeout time.Duration, dir string, env, wrap []string, name string, args ...string) (string, error) {
 	if len(wrap) > 0 {
 		args = append(append(append([]string{}, wrap[1:]...), name), args...)
 		name = wrap[0]
 	}
-	return runtimeRun(timeout, dir, nil, name, args...)
+	return runtimeRun(timeout, dir, env, name, args...)
 }
 
 // runtimeRun runs a command with a deadline and returns its combined output.

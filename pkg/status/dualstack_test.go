@@ -59,6 +59,18 @@ func TestGenerateDualStack(t *testing.T) {
 		t.Errorf("host network: podIP %s podIPs %q, want the node's %q", s.PodIP, got, hostIPs)
 	}
 
+	// A node whose first --node-ip is IPv6: the pod's IPv6 address is its
+	// primary, though the runtime reported the IPv4 one first (containerd
+	// 1.6 always does).
+	hostIPs6 := []string{"2001:db8::2", "192.0.2.2"}
+	s = Generate(Input{Pod: pod, Runtime: rs, HostIP: hostIPs6[0], HostIPs: hostIPs6, Now: t0})
+	if got := ipsOf(s.PodIPs, func(p v1.PodIP) string { return p.IP }); !slices.Equal(got, []string{"fd00:88::5", "10.88.0.5"}) || s.PodIP != "fd00:88::5" {
+		t.Errorf("IPv6-primary node: podIP %s podIPs %q, want IPv6 first", s.PodIP, got)
+	}
+	if got := ipsOf(s.HostIPs, func(h v1.HostIP) string { return h.IP }); !slices.Equal(got, hostIPs6) || s.HostIP != hostIPs6[0] {
+		t.Errorf("IPv6-primary node: hostIP %s hostIPs %q, want %q", s.HostIP, got, hostIPs6)
+	}
+
 	// Single stack, HostIPs not given: as before.
 	s = Generate(Input{Pod: pod, Runtime: &runtime.PodStatus{UID: "u", Sandboxes: readySandbox()}, HostIP: "192.0.2.2", Now: t0})
 	if len(s.PodIPs) != 1 || s.PodIP != "10.88.0.5" || len(s.HostIPs) != 1 || s.HostIP != "192.0.2.2" {

@@ -73,7 +73,9 @@ func Generate(in Input) v1.PodStatus {
 	} else {
 		s.StartTime = &now
 	}
-	podIPs := in.Runtime.PodIPs()
+	// The node's primary family first (the first --node-ip's), as
+	// upstream: the runtime's own order is not the cluster's preference.
+	podIPs := runtime.OrderPodIPs(in.Runtime.PodIPs(), hostIPs)
 	if pod.Spec.HostNetwork {
 		podIPs = hostIPs
 	}

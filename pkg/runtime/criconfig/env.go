@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/nodelet/nodelet/pkg/runtime"
 )
 
 // ErrUnsupported marks pod spec features nodelet does not implement yet. A
@@ -362,6 +364,10 @@ func fieldRef(pod *v1.Pod, path string, podIPs []string, opts ConfigOptions) (st
 	if pod.Spec.HostNetwork {
 		// A host-network pod's IPs are the node's.
 		podIPs = opts.NodeIPs
+	} else {
+		// As status.podIPs: the node's primary family first, whatever
+		// order the runtime reported them in.
+		podIPs = runtime.OrderPodIPs(podIPs, opts.NodeIPs)
 	}
 	if v, ok := PodMetadataField(pod, path); ok {
 		return v, nil
