@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
@@ -181,5 +182,30 @@ func TestAdmissionSeesTheActivePods(t *testing.T) {
 	p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfcpu"}
 	if a.admitted(p, true) {
 		t.Error("a pod refused for OutOfcpu before runs now")
+	}
+}
+
+// TestAdmissionOldestFirst: pods arriving together are admitted oldest
+// first, so which of them fit does not depend on the source's order.
+func TestAdmissionOldestFirst(t *testing.T) {
+	var order []string
+	a := mustNew(t, Config{}, Deps{Runtime: newFakeRuntime(), Relister: &fakeRelister{}, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
+		Admit: func(p *v1.Pod, _ []*v1.Pod) *security.Rejection {
+			order = append(order, p.Name)
+			return &security.Rejection{Reason: "OutOfpods", Message: "test"}
+		}})
+	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var pods []*v1.Pod
+	for i, name := range []string{"young", "old", "middle"} {
+		p := staticPod(name)
+		p.CreationTimestamp = metav1.NewTime(base.Add(time.Duration([]int{3, 1, 2}[i]) * time.Minute))
+		pods = append(pods, p)
+	}
+	a.handleUpdate(config.PodUpdate{Op: config.ADD, Source: pod.FileSource, Pods: pods})
+	if want := []string{"old", "middle", "young"}; !slices.Equal(order, want) {
+		t.Errorf("admitted in order %q, want %q", order, want)
+	}
+	if pods[0].Name != "young" {
+		t.Error("the update's own slice was reordered")
 	}
 }

@@ -8,6 +8,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -220,7 +221,16 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) handleUpdate(u config.PodUpdate) {
 	a.markSeen(u.Source)
 	klog.V(3).InfoS("Pod update", "op", u.Op, "source", u.Source, "pods", len(u.Pods))
-	for _, p := range u.Pods {
+	pods := u.Pods
+	if u.Op == config.ADD && len(pods) > 1 {
+		// Admission judges each pod beside those admitted before it: the
+		// oldest first, as upstream, so a restart admits the same pods.
+		pods = slices.Clone(pods)
+		slices.SortStableFunc(pods, func(a, b *v1.Pod) int {
+			return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+		})
+	}
+	for _, p := range pods {
 		if pod.IsMirror(p) {
 			a.handleMirror(u.Op, p)
 			continue
