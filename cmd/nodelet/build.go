@@ -92,7 +92,8 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	recorder := mirror.NewEventRecorder(d.events.NewRecorder(kube.Scheme, v1.EventSource{Component: eventSourceComponent, Host: nodeName}), pods)
 	nodeRef := &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
 	registry := prometheus.NewRegistry()
-	if err := registerMetrics(registry, runtimeLister{client}); err != nil {
+	lister := newRuntimeLister(client)
+	if err := registerMetrics(registry, lister); err != nil {
 		return nil, err
 	}
 	// Other goroutines (probes, the volume refresher) reach the sync loop
@@ -185,7 +186,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	if err != nil {
 		return nil, err
 	}
-	relister := pleg.New(runtimeLister{client}, opts.RelistPeriod)
+	relister := pleg.New(lister, opts.RelistPeriod)
 	ag, err := agent.New(agent.Config{
 		NodeName: nodeName, HostIP: hostIP, HostIPs: nodeIPList(hostIP, opts), RuntimeName: runtimeName(ctx, client),
 		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,
@@ -296,8 +297,17 @@ func (r podRuntime) PodStatus(ctx context.Context, uid types.UID, name, namespac
 }
 
 // runtimeLister lists what runs on the node by pod, for the relister and
-// the running pods/containers metrics.
-type runtimeLister struct{ *cri.Client }
+// the running pods/containers metrics. Both share one conversion cache: a
+// relist of an unchanged node converts nothing, and its pods are the
+// previous listing's (read-only) *runtime.Pod values.
+type runtimeLister struct {
+	*cri.Client
+	pods *cristatus.PodsCache
+}
+
+func newRuntimeLister(c *cri.Client) runtimeLister {
+	return runtimeLister{Client: c, pods: &cristatus.PodsCache{}}
+}
 
 var _ pleg.Lister = runtimeLister{}
 
@@ -306,7 +316,7 @@ func (l runtimeLister) ListPods(ctx context.Context) ([]*runtime.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cristatus.Pods(s), nil
+	return l.pods.Pods(s), nil
 }
 
 type containerGCFunc func(ctx context.Context, wanted func(types.UID) bool) error

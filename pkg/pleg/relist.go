@@ -8,6 +8,7 @@ package pleg
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,47 +64,74 @@ func (r *Relister) Changed() <-chan Change { return r.changed }
 
 // Run relists until ctx is done.
 func (r *Relister) Run(ctx context.Context) error {
-	last := map[types.UID]string{}
+	var last listing
 	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) { last = r.relist(ctx, last) }, r.period)
 	return nil
 }
 
-func (r *Relister) relist(ctx context.Context, last map[types.UID]string) map[types.UID]string {
+// listing is what one relist saw: its pods and their fingerprints.
+type listing struct {
+	pods []*runtime.Pod
+	// fingerprints by pod UID, and by the *runtime.Pod they were taken of.
+	byUID map[types.UID]string
+	byPod map[*runtime.Pod]string
+	// listed holds the UIDs of pods.
+	listed map[types.UID]bool
+}
+
+func (r *Relister) relist(ctx context.Context, last listing) listing {
 	began := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, r.period*10+5*time.Second)
 	pods, err := r.lister.ListPods(lctx)
 	cancel()
 	listedAt := time.Now()
-	var listed map[types.UID]bool
-	if err == nil {
-		listed = make(map[types.UID]bool, len(pods))
-		for _, p := range pods {
-			listed[p.UID] = true
-		}
-	}
-	r.mu.Lock()
-	r.lastErr = err
-	if err == nil {
-		r.snapshot, r.listed, r.snapshotBegan = pods, listed, began
-		r.lastRelist = listedAt
-	}
-	r.mu.Unlock()
 	if err != nil {
+		r.mu.Lock()
+		r.lastErr = err
+		r.mu.Unlock()
 		klog.ErrorS(err, "Relist runtime")
 		return last
 	}
-	cur := make(map[types.UID]string, len(pods))
-	for _, p := range pods {
-		cur[p.UID] = Fingerprint(p)
+	cur := last
+	if last.byUID == nil || !slices.Equal(pods, last.pods) {
+		cur = newListing(pods, last)
 	}
-	for _, uid := range Diff(last, cur) {
+	r.mu.Lock()
+	r.lastErr = nil
+	r.snapshot, r.listed, r.snapshotBegan = pods, cur.listed, began
+	r.lastRelist = listedAt
+	r.mu.Unlock()
+	if last.byUID == nil {
+		last.byUID = map[types.UID]string{}
+	}
+	for _, uid := range Diff(last.byUID, cur.byUID) {
 		select {
-		case r.changed <- Change{UID: uid, Fingerprint: cur[uid], ListedAt: listedAt}:
+		case r.changed <- Change{UID: uid, Fingerprint: cur.byUID[uid], ListedAt: listedAt}:
 		case <-ctx.Done():
 			return cur
 		}
 	}
 	return cur
+}
+
+// newListing fingerprints pods. A lister that hands out the same
+// *runtime.Pod for a pod that did not change (cristatus.PodsCache) gets its
+// fingerprint from the last listing: on an idle node nothing is computed.
+func newListing(pods []*runtime.Pod, last listing) listing {
+	l := listing{
+		pods:   pods,
+		byUID:  make(map[types.UID]string, len(pods)),
+		byPod:  make(map[*runtime.Pod]string, len(pods)),
+		listed: make(map[types.UID]bool, len(pods)),
+	}
+	for _, p := range pods {
+		fp, ok := last.byPod[p]
+		if !ok {
+			fp = Fingerprint(p)
+		}
+		l.byUID[p.UID], l.byPod[p], l.listed[p.UID] = fp, fp, true
+	}
+	return l
 }
 
 // Diff returns the UIDs whose fingerprint differs between two listings,
