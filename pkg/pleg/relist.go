@@ -46,9 +46,10 @@ type Relister struct {
 
 	mu       sync.Mutex
 	snapshot []*runtime.Pod
-	// listed holds the UIDs of snapshot; snapshotBegan is when the
-	// listing that made it began.
+	// listed holds the UIDs of snapshot, fingerprints their fingerprints;
+	// snapshotBegan is when the listing that made it began.
 	listed        map[types.UID]bool
+	fingerprints  map[types.UID]string
 	snapshotBegan time.Time
 	lastRelist    time.Time
 	lastErr       error
@@ -98,7 +99,7 @@ func (r *Relister) relist(ctx context.Context, last listing) listing {
 	}
 	r.mu.Lock()
 	r.lastErr = nil
-	r.snapshot, r.listed, r.snapshotBegan = pods, cur.listed, began
+	r.snapshot, r.listed, r.fingerprints, r.snapshotBegan = pods, cur.listed, cur.byUID, began
 	r.lastRelist = listedAt
 	r.mu.Unlock()
 	if last.byUID == nil {
@@ -199,6 +200,16 @@ func (r *Relister) ListedSince(t time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.listed != nil && r.snapshotBegan.After(t)
+}
+
+// Listed returns the pod's Fingerprint in the latest listing and when that
+// listing began; ok is false when there is no listing yet or it did not
+// show the pod.
+func (r *Relister) Listed(uid types.UID) (fingerprint string, began time.Time, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fingerprint, ok = r.fingerprints[uid]
+	return fingerprint, r.snapshotBegan, ok
 }
 
 // Absent reports whether the latest listing began after since and showed
