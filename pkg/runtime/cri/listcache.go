@@ -193,7 +193,8 @@ func mapEntryKey(chunk []byte) (mapKey, bool) {
 	return mapKey{num: tag}, true // no key: the zero key
 }
 
-// rawCodec hands the response over undecoded (as a *[]byte) and encodes
+// rawCodec hands the response over undecoded (as a *[]byte, into the
+// buffer it already points to when that is large enough) and encodes
 // requests as proto does.
 type rawCodec struct{}
 
@@ -210,31 +211,43 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("raw codec: cannot decode into %T", v)
 	}
-	*out = data.Materialize()
+	// Into the caller's buffer: the response of a full list was most of
+	// an idle node's garbage (a new buffer every second).
+	buf := (*out)[:0]
+	for _, b := range data {
+		buf = append(buf, b.ReadOnlyData()...)
+	}
+	*out = buf
 	return nil
 }
 
 func (rawCodec) Name() string { return "proto" }
 
-// listAll invokes a list method with no filter and returns the undecoded
-// response.
-func (c *Client) listAll(ctx context.Context, method string, req proto.Message) ([]byte, error) {
-	var resp []byte
-	if err := c.conn.Invoke(ctx, method, req, &resp, grpc.ForceCodecV2(rawCodec{})); err != nil {
+// listAll invokes a list method with no filter and decodes its response
+// through cache. The undecoded response goes into a buffer reused from list
+// to list: decoded messages own their strings (proto copies them), so
+// nothing refers to the buffer once decode returns.
+func listAll[T proto.Message](ctx context.Context, c *Client, method string, req proto.Message, cache *decodeCache[T]) ([]T, error) {
+	buf := c.lists.bufs.Get().(*[]byte)
+	defer c.lists.bufs.Put(buf)
+	if err := c.conn.Invoke(ctx, method, req, buf, grpc.ForceCodecV2(rawCodec{})); err != nil {
 		return nil, err
 	}
-	return resp, nil
+	return cache.decode(*buf)
 }
 
-// listCaches holds the decode caches of the two full lists.
+// listCaches holds the decode caches of the two full lists and their
+// response buffers.
 type listCaches struct {
 	sandboxes  *decodeCache[*runtimeapi.PodSandbox]
 	containers *decodeCache[*runtimeapi.Container]
+	bufs       *sync.Pool // of *[]byte
 }
 
 func newListCaches() listCaches {
 	return listCaches{
 		sandboxes:  newDecodeCache(func() *runtimeapi.PodSandbox { return new(runtimeapi.PodSandbox) }),
 		containers: newDecodeCache(func() *runtimeapi.Container { return new(runtimeapi.Container) }),
+		bufs:       &sync.Pool{New: func() any { return new([]byte) }},
 	}
 }
