@@ -358,10 +358,12 @@ func TestPeriodicResyncOfUnchangedPod(t *testing.T) {
 	for _, tc := range tests {
 		rt := newFakeRuntime()
 		rl := &fakeRelister{fingerprints: map[types.UID]string{}}
-		a := mustNew(t, Config{}, Deps{Runtime: rt, Relister: rl, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
+		cl := &statusRecorder{}
+		a := mustNew(t, Config{}, Deps{Runtime: rt, Relister: rl, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
+			Cluster: cl})
 		p := staticPod("a")
 		a.syncPod(ctx, worker.Work{Pod: p, Type: worker.Create})
-		reads, syncs := rt.count(rt.reads, "a"), rt.count(rt.synced, "a")
+		reads, syncs, statuses, mirrors := rt.count(rt.reads, "a"), rt.count(rt.synced, "a"), len(cl.all()), cl.mirrors
 		rl.mu.Lock()
 		rl.began = time.Now().Add(-tc.listingAge)
 		if tc.fingerprint != "" {
@@ -373,8 +375,11 @@ func TestPeriodicResyncOfUnchangedPod(t *testing.T) {
 		if synced != tc.wantSync || res.Skipped || res.Err != nil {
 			t.Errorf("%s: synced %v (result %+v), want %v", tc.name, synced, res, tc.wantSync)
 		}
-		if !tc.wantSync && rt.count(rt.reads, "a") != reads {
-			t.Errorf("%s: a skipped resync read the runtime", tc.name)
+		if !tc.wantSync && (rt.count(rt.reads, "a") != reads || len(cl.all()) != statuses) {
+			t.Errorf("%s: a skipped resync read the runtime or published a status", tc.name)
+		}
+		if cl.mirrors != mirrors+1 {
+			t.Errorf("%s: the static pod's mirror was not synced", tc.name)
 		}
 	}
 }

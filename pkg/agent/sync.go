@@ -28,26 +28,23 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		klog.V(4).InfoS("Relisted state already observed; not syncing", "pod", klog.KObj(p))
 		return worker.Result{Skipped: true}
 	}
-	defer metrics.ObservePodWorker(w.Type.String(), time.Now())
-	if a.cluster != nil && w.Type != worker.Kill && pod.IsStatic(p) {
-		// First, so a runtime slow under load never delays a deleted
-		// mirror's return; a failing mirror never holds up the pod itself.
-		// Also on a periodic resync skipped below: it retries a mirror
-		// that could not be made.
-		if err := a.cluster.SyncMirror(ctx, p, w.MirrorPod); err != nil {
-			klog.ErrorS(err, "Sync mirror pod", "pod", klog.KObj(p))
-		}
-	}
 	if w.Periodic && w.Type == worker.Sync {
 		fp, began, listed := a.relister.Listed(p.UID)
 		if skipPeriodic(obs, known, listedState{fingerprint: fp, began: began, ok: listed}) {
 			// Nothing to re-read, plan or publish: the relist showed
 			// every change of the pod's runtime state, none came since the
 			// last sync, which left nothing to do. The timer stays armed.
+			// The mirror pod is still synced: this retries one that could
+			// not be made.
 			klog.V(5).InfoS("Periodic resync of an unchanged pod; not syncing", "pod", klog.KObj(p))
+			a.syncMirror(ctx, w)
 			return worker.Result{}
 		}
 	}
+	defer metrics.ObservePodWorker(w.Type.String(), time.Now())
+	// First, so a runtime slow under load never delays a deleted mirror's
+	// return; a failing mirror never holds up the pod itself.
+	a.syncMirror(ctx, w)
 	defer func() { a.observed.acted(p.UID, time.Now()) }()
 	readAt := time.Now()
 	var rs *runtime.PodStatus
@@ -124,6 +121,16 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		res.RetryAfter = left
 	}
 	return worker.Result{RetryAfter: res.RetryAfter, Err: res.Err}
+}
+
+// syncMirror creates or updates a static pod's mirror pod (cluster mode).
+func (a *Agent) syncMirror(ctx context.Context, w worker.Work) {
+	if a.cluster == nil || w.Type == worker.Kill || !pod.IsStatic(w.Pod) {
+		return
+	}
+	if err := a.cluster.SyncMirror(ctx, w.Pod, w.MirrorPod); err != nil {
+		klog.ErrorS(err, "Sync mirror pod", "pod", klog.KObj(w.Pod))
+	}
 }
 
 // defaultSlowFirstSync: a new pod's first sync that takes longer publishes
