@@ -93,8 +93,11 @@ func (r *Relister) relist(ctx context.Context, last listing) listing {
 		klog.ErrorS(err, "Relist runtime")
 		return last
 	}
+	// The same pods as last time (cristatus.PodsCache on an unchanged
+	// node): nothing to fingerprint or compare.
+	same := last.byUID != nil && slices.Equal(pods, last.pods)
 	cur := last
-	if last.byUID == nil || !slices.Equal(pods, last.pods) {
+	if !same {
 		cur = newListing(pods, last)
 	}
 	r.mu.Lock()
@@ -102,8 +105,8 @@ func (r *Relister) relist(ctx context.Context, last listing) listing {
 	r.snapshot, r.listed, r.fingerprints, r.snapshotBegan = pods, cur.listed, cur.byUID, began
 	r.lastRelist = listedAt
 	r.mu.Unlock()
-	if last.byUID == nil {
-		last.byUID = map[types.UID]string{}
+	if same {
+		return cur
 	}
 	for _, uid := range Diff(last.byUID, cur.byUID) {
 		select {
