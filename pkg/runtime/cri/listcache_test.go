@@ -220,3 +220,51 @@ func TestRawCodecReusesTheBuffer(t *testing.T) {
 		t.Errorf("got %q in a new buffer, want %q in the caller's", *out, "hello world")
 	}
 }
+
+// A repeated key whose entries do not sort next to each other (entries of
+// another length between them) is still seen as repeated: never cached.
+func TestDecodeCacheRepeatedKeyApart(t *testing.T) {
+	c := newContainerCache()
+	first, _ := c.decode(encodeWithLabels("a", "x", "1", "y", "2", "x", "33"))
+	second, _ := c.decode(encodeWithLabels("a", "x", "33", "y", "2", "x", "1"))
+	if first[0].Labels["x"] != "33" || second[0].Labels["x"] != "1" {
+		t.Errorf("repeated key: %v then %v, want the last value each time", first[0].Labels, second[0].Labels)
+	}
+}
+
+// A map entry that repeats its key field has the last key: such entries
+// are never cached, whatever their order.
+func TestDecodeCacheRepeatedKeyField(t *testing.T) {
+	entry := func(keys []string, value string) []byte {
+		var e []byte
+		for _, k := range keys {
+			e = protowire.AppendTag(e, 1, protowire.BytesType)
+			e = protowire.AppendString(e, k)
+		}
+		e = protowire.AppendTag(e, 2, protowire.BytesType)
+		return protowire.AppendString(e, value)
+	}
+	list := func(entries ...[]byte) []byte {
+		var c []byte
+		c = protowire.AppendTag(c, 1, protowire.BytesType)
+		c = protowire.AppendString(c, "id")
+		for _, e := range entries {
+			c = protowire.AppendTag(c, 8, protowire.BytesType) // labels
+			c = protowire.AppendBytes(c, e)
+		}
+		resp := protowire.AppendTag(nil, 1, protowire.BytesType)
+		return protowire.AppendBytes(resp, c)
+	}
+	c := newContainerCache()
+	tricky, plain := entry([]string{"a", "b"}, "1"), entry([]string{"b"}, "2")
+	for i, b := range [][]byte{list(tricky, plain), list(plain, tricky)} {
+		var want runtimeapi.ListContainersResponse
+		if err := proto.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.decode(b)
+		if err != nil || !proto.Equal(got[0], want.Containers[0]) {
+			t.Errorf("order %d: got %v (%v), want %v", i, got, err, want.Containers[0])
+		}
+	}
+}
