@@ -93,7 +93,8 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	recorder := mirror.NewEventRecorder(d.events.NewRecorder(kube.Scheme, v1.EventSource{Component: eventSourceComponent, Host: nodeName}), pods)
 	nodeRef := &v1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
 	registry := prometheus.NewRegistry()
-	if err := registerMetrics(registry, runtimeLister{client}, nodeName); err != nil {
+	lister := newRuntimeLister(client)
+	if err := registerMetrics(registry, lister, nodeName); err != nil {
 		return nil, err
 	}
 	// Other goroutines (probes, the volume refresher) reach the sync loop
@@ -197,7 +198,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	if err != nil {
 		return nil, err
 	}
-	relister := pleg.New(runtimeLister{client}, opts.RelistPeriod, metrics.PLEG{})
+	relister := pleg.New(lister, opts.RelistPeriod, metrics.PLEG{})
 	ag, err := agent.New(agent.Config{
 		NodeName: nodeName, HostIP: hostIP, HostIPs: nodeIPList(hostIP, opts), RuntimeName: runtimeName(ctx, client),
 		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,
@@ -208,7 +209,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		Housekeeper: containerGCFunc(func(ctx context.Context, wanted func(types.UID) bool) error {
 			_, err := containerGC.GarbageCollect(ctx, wanted)
 			if podCg != nil {
-				err = errors.Join(err, sweepPodCgroups(ctx, podCg, runtimeLister{client}, wanted))
+				err = errors.Join(err, sweepPodCgroups(ctx, podCg, newRuntimeLister(client), wanted))
 			}
 			return err
 		}),
@@ -312,8 +313,17 @@ func (r podRuntime) PodStatus(ctx context.Context, uid types.UID, name, namespac
 }
 
 // runtimeLister lists what runs on the node by pod, for the relister and
-// the running pods/containers metrics.
-type runtimeLister struct{ *cri.Client }
+// the running pods/containers metrics. Both share one conversion cache: a
+// relist of an unchanged node converts nothing, and its pods are the
+// previous listing's (read-only) *runtime.Pod values.
+type runtimeLister struct {
+	*cri.Client
+	pods *cristatus.PodsCache
+}
+
+func newRuntimeLister(c *cri.Client) runtimeLister {
+	return runtimeLister{Client: c, pods: &cristatus.PodsCache{}}
+}
 
 var _ pleg.Lister = runtimeLister{}
 
@@ -322,7 +332,7 @@ func (l runtimeLister) ListPods(ctx context.Context) ([]*runtime.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cristatus.Pods(s), nil
+	return l.pods.Pods(s), nil
 }
 
 type containerGCFunc func(ctx context.Context, wanted func(types.UID) bool) error

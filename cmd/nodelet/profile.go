@@ -18,6 +18,12 @@ const cpuProfileEnv = "NODELET_CPU_PROFILE"
 // after a GC) when nodelet exits. Same purpose: what the RSS is made of.
 const heapProfileEnv = "NODELET_HEAP_PROFILE"
 
+// heapProfileDelayEnv, a Go duration, writes the heap profile that long
+// after the start, while nodelet runs (at exit the pods' workers and caches
+// are gone), with the runtime's memory statistics next to it
+// (<file>.memstats).
+const heapProfileDelayEnv = "NODELET_HEAP_PROFILE_DELAY"
+
 // cpuProfileDelayEnv delays the CPU profile's start by a Go duration, so
 // that a profile of an idle node is not dominated by its start-up.
 const cpuProfileDelayEnv = "NODELET_CPU_PROFILE_DELAY"
@@ -36,9 +42,22 @@ func startProfiles() (stop func(), err error) {
 		// what a node agent's heap is made of.
 		runtime.MemProfileRate = 4096
 	}
+	var heapDelay time.Duration
+	if v := os.Getenv(heapProfileDelayEnv); v != "" && heapPath != "" {
+		if heapDelay, err = time.ParseDuration(v); err != nil {
+			stopCPU()
+			return nil, fmt.Errorf("%s: %w", heapProfileDelayEnv, err)
+		}
+		// A developer aid: the timer lives as long as the process.
+		time.AfterFunc(heapDelay, func() {
+			if err := writeHeapProfile(heapPath); err != nil {
+				fmt.Fprintf(os.Stderr, "nodelet: %s: %v\n", heapProfileEnv, err)
+			}
+		})
+	}
 	return func() {
 		stopCPU()
-		if heapPath != "" {
+		if heapPath != "" && heapDelay == 0 {
 			if err := writeHeapProfile(heapPath); err != nil {
 				fmt.Fprintf(os.Stderr, "nodelet: %s: %v\n", heapProfileEnv, err)
 			}
@@ -53,7 +72,15 @@ func writeHeapProfile(path string) error {
 	}
 	defer f.Close()
 	runtime.GC() // the profile's in-use figures are as of the last GC
-	return pprof.WriteHeapProfile(f)
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		return err
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return os.WriteFile(path+".memstats", fmt.Appendf(nil,
+		"HeapInuse %d\nHeapIdle %d\nHeapReleased %d\nHeapAlloc %d\nHeapObjects %d\nStackInuse %d\nMSpanInuse %d\nGCSys %d\nOtherSys %d\nSys %d\nNumGoroutine %d\n",
+		ms.HeapInuse, ms.HeapIdle, ms.HeapReleased, ms.HeapAlloc, ms.HeapObjects, ms.StackInuse, ms.MSpanInuse,
+		ms.GCSys, ms.OtherSys, ms.Sys, runtime.NumGoroutine()), 0o644)
 }
 
 func startCPUProfile() (stop func(), err error) {

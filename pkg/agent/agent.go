@@ -35,9 +35,11 @@ type PodRuntime interface {
 	// RemovePod removes what is left of a pod that stopped: dead containers
 	// and sandboxes, its directory under the root dir, its volumes.
 	RemovePod(ctx context.Context, status *runtime.PodStatus) error
-	// InSync reports, without runtime calls, whether SyncPod would do
-	// nothing given status.
-	InSync(pod *v1.Pod, status *runtime.PodStatus) bool
+	// InSync reports, without runtime calls, whether SyncPod would change
+	// nothing given status; stopped is the newest sandbox an earlier stop
+	// of the whole pod stopped ("": none known), so that stopping a
+	// finished pod again does not count.
+	InSync(pod *v1.Pod, status *runtime.PodStatus, stopped string) bool
 	// PodEvent records an event on a pod (a pod stopped past its
 	// deadline), the same way the runtime records its own.
 	PodEvent(pod *v1.Pod, eventType, reason, message string)
@@ -53,6 +55,10 @@ type Relister interface {
 	Absent(uid types.UID, since time.Time) bool
 	// ListedSince reports whether the latest listing began after t.
 	ListedSince(t time.Time) bool
+	// Listed returns the pod's fingerprint in the latest listing
+	// (pleg.Fingerprint) and when that listing began; ok is false when
+	// the listing did not show the pod (or there is none).
+	Listed(uid types.UID) (fingerprint string, began time.Time, ok bool)
 }
 
 // Housekeeper is periodic node-level cleanup run from housekeeping (container

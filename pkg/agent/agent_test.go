@@ -16,6 +16,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/plan"
 	"github.com/nodelet/nodelet/pkg/status"
 	"github.com/nodelet/nodelet/pkg/worker"
 )
@@ -27,12 +28,16 @@ type fakeRuntime struct {
 	killed  map[types.UID]int
 	synced  map[types.UID]int
 	reads   map[types.UID]int // PodStatus calls
+	// finished pods ran to completion: their sandbox is not ready, their
+	// container exited, and SyncPod stops them (counted in synced).
+	finished map[types.UID]bool
 	// gate, when set, holds SyncPod until it is closed (a long pull).
 	gate chan struct{}
 }
 
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{running: map[types.UID]bool{}, killed: map[types.UID]int{}, synced: map[types.UID]int{}, reads: map[types.UID]int{}}
+	return &fakeRuntime{running: map[types.UID]bool{}, killed: map[types.UID]int{}, synced: map[types.UID]int{}, reads: map[types.UID]int{},
+		finished: map[types.UID]bool{}}
 }
 
 func (f *fakeRuntime) PodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
@@ -40,7 +45,10 @@ func (f *fakeRuntime) PodStatus(_ context.Context, uid types.UID, name, ns strin
 	defer f.mu.Unlock()
 	f.reads[uid]++
 	s := &runtime.PodStatus{UID: uid, Name: name, Namespace: ns}
-	if f.running[uid] {
+	if f.finished[uid] {
+		s.Sandboxes = []*runtime.SandboxStatus{{ID: "sb", State: runtime.SandboxStateNotReady}}
+		s.Containers = []*runtime.ContainerStatus{{ID: "c", Name: "app", State: runtime.ContainerStateExited}}
+	} else if f.running[uid] {
 		s.Sandboxes = []*runtime.SandboxStatus{{ID: "sb", State: runtime.SandboxStateReady}}
 		s.Containers = []*runtime.ContainerStatus{{ID: "c", Name: "app", State: runtime.ContainerStateRunning}}
 	}
@@ -53,8 +61,11 @@ func (f *fakeRuntime) SyncPod(_ context.Context, p *v1.Pod, _ *runtime.PodStatus
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.running[p.UID] = true
 	f.synced[p.UID]++
+	if f.finished[p.UID] {
+		return runtime.SyncResult{Stopped: "sb"}
+	}
+	f.running[p.UID] = true
 	return runtime.SyncResult{}
 }
 
@@ -70,7 +81,14 @@ func (f *fakeRuntime) RemovePod(context.Context, *runtime.PodStatus) error { ret
 
 func (f *fakeRuntime) PodEvent(*v1.Pod, string, string, string) {}
 
-func (f *fakeRuntime) InSync(_ *v1.Pod, s *runtime.PodStatus) bool { return len(s.Containers) > 0 }
+func (f *fakeRuntime) InSync(p *v1.Pod, s *runtime.PodStatus, stopped string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.finished[p.UID] {
+		return plan.StopDone(s, stopped)
+	}
+	return len(s.Containers) > 0
+}
 
 func (f *fakeRuntime) count(m map[types.UID]int, uid types.UID) int {
 	f.mu.Lock()
@@ -83,6 +101,15 @@ type fakeRelister struct {
 	changed  chan pleg.Change
 	snapshot []*runtime.Pod
 	began    time.Time // when the snapshot's listing began; zero: none yet
+	// fingerprints of the snapshot's pods, for Listed.
+	fingerprints map[types.UID]string
+}
+
+func (r *fakeRelister) Listed(uid types.UID) (string, time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fp, ok := r.fingerprints[uid]
+	return fp, r.began, ok
 }
 
 func (r *fakeRelister) Run(ctx context.Context) error { <-ctx.Done(); return nil }
@@ -306,4 +333,98 @@ func TestSlowFirstSyncPublishesPendingStatus(t *testing.T) {
 	})
 	cancel()
 	<-done
+}
+
+// TestPeriodicResyncOfUnchangedPod: the periodic resync of a pod whose last
+// sync left nothing to do, and which a later listing shows as it was, reads
+// nothing and syncs nothing; any change, an older listing or another reason
+// to sync makes it a full sync.
+func TestPeriodicResyncOfUnchangedPod(t *testing.T) {
+	ctx := context.Background()
+	const runningFP = "s:sb=ready;c:c=running;"
+	tests := []struct {
+		name        string
+		fingerprint string // in the listing; "" not listed
+		listingAge  time.Duration
+		periodic    bool
+		wantSync    bool
+	}{
+		{"unchanged", runningFP, -time.Hour, true, false},
+		{"container exited", "s:sb=ready;c:c=exited;", -time.Hour, true, true},
+		{"not in the listing", "", -time.Hour, true, true},
+		{"listing older than the last read", runningFP, time.Hour, true, true},
+		{"not periodic", runningFP, -time.Hour, false, true},
+	}
+	for _, tc := range tests {
+		rt := newFakeRuntime()
+		rl := &fakeRelister{fingerprints: map[types.UID]string{}}
+		cl := &statusRecorder{}
+		a := mustNew(t, Config{}, Deps{Runtime: rt, Relister: rl, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache(),
+			Cluster: cl})
+		p := staticPod("a")
+		a.syncPod(ctx, worker.Work{Pod: p, Type: worker.Create})
+		reads, syncs, statuses, mirrors := rt.count(rt.reads, "a"), rt.count(rt.synced, "a"), len(cl.all()), cl.mirrors
+		rl.mu.Lock()
+		rl.began = time.Now().Add(-tc.listingAge)
+		if tc.fingerprint != "" {
+			rl.fingerprints["a"] = tc.fingerprint
+		}
+		rl.mu.Unlock()
+		res := a.syncPod(ctx, worker.Work{Pod: p, Type: worker.Sync, Periodic: tc.periodic})
+		synced := rt.count(rt.synced, "a") > syncs
+		if synced != tc.wantSync || res.Skipped || res.Err != nil {
+			t.Errorf("%s: synced %v (result %+v), want %v", tc.name, synced, res, tc.wantSync)
+		}
+		if !tc.wantSync && (rt.count(rt.reads, "a") != reads || len(cl.all()) != statuses) {
+			t.Errorf("%s: a skipped resync read the runtime or published a status", tc.name)
+		}
+		if cl.mirrors != mirrors+1 {
+			t.Errorf("%s: the static pod's mirror was not synced", tc.name)
+		}
+	}
+}
+
+// TestFinishedPodStoppedOnce: a pod that ran to completion is stopped by the
+// sync that finds it so; later syncs read its state and publish it, but do
+// not stop it again, and its periodic resyncs do nothing at all.
+func TestFinishedPodStoppedOnce(t *testing.T) {
+	ctx := context.Background()
+	rt := newFakeRuntime()
+	rl := &fakeRelister{fingerprints: map[types.UID]string{}}
+	a := mustNew(t, Config{}, Deps{Runtime: rt, Relister: rl, Updates: make(chan config.PodUpdate), Sources: sets.New(pod.FileSource), Pods: pod.NewManager(), Statuses: status.NewCache()})
+	p := staticPod("a")
+	a.syncPod(ctx, worker.Work{Pod: p, Type: worker.Create})
+	rt.mu.Lock()
+	rt.finished["a"] = true
+	rt.mu.Unlock()
+	a.syncPod(ctx, worker.Work{Pod: p, Type: worker.Sync})
+	if n := rt.count(rt.synced, "a"); n != 2 {
+		t.Fatalf("the finished pod was not stopped: %d syncs", n)
+	}
+	for _, w := range []worker.Work{{Pod: p, Type: worker.Sync}, {Pod: p, Type: worker.Update}} {
+		reads := rt.count(rt.reads, "a")
+		a.syncPod(ctx, w)
+		if n := rt.count(rt.synced, "a"); n != 2 {
+			t.Errorf("%v sync stopped the finished pod again", w.Type)
+		}
+		if rt.count(rt.reads, "a") != reads+1 {
+			t.Errorf("%v sync of the finished pod: %d reads, want 1", w.Type, rt.count(rt.reads, "a")-reads)
+		}
+		if _, ok := a.statuses.Get("a"); !ok {
+			t.Errorf("%v sync published no status", w.Type)
+		}
+	}
+	rl.mu.Lock()
+	rl.began, rl.fingerprints["a"] = time.Now().Add(time.Hour), "s:sb=notready;c:c=exited;"
+	rl.mu.Unlock()
+	reads := rt.count(rt.reads, "a")
+	a.syncPod(ctx, worker.Work{Pod: p, Type: worker.Sync, Periodic: true})
+	if rt.count(rt.reads, "a") != reads || rt.count(rt.synced, "a") != 2 {
+		t.Errorf("the periodic resync of the finished pod did work")
+	}
+	// A kill (the pod deleted) does not stop it again either.
+	a.syncPod(ctx, worker.Work{Pod: p, Type: worker.Kill})
+	if n := rt.count(rt.killed, "a"); n != 0 {
+		t.Errorf("the kill of the stopped pod stopped it again (%d kills)", n)
+	}
 }

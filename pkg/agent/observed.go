@@ -16,9 +16,14 @@ type observation struct {
 	fingerprint string
 	// at is when the read began: it shows every change made before then.
 	at time.Time
-	// inSync: the read needed no action (the pod's plan was idle), so
-	// syncing the same state again would do nothing.
+	// inSync: the read needed no action (the pod's plan was idle, or only
+	// repeated the stop of a finished pod), so syncing the same state
+	// again would do nothing.
 	inSync bool
+	// stopped is the newest sandbox of the pod when this process last
+	// stopped the whole pod and nothing was started since ("": none), so
+	// that a finished pod is not stopped again at every sync.
+	stopped string
 }
 
 // observations holds the latest observation per pod UID, and when this
@@ -95,4 +100,26 @@ func skipRelisted(r *worker.Relisted, obs observation, known bool) bool {
 		return false
 	}
 	return r.Fingerprint == obs.fingerprint || r.At.Before(obs.at)
+}
+
+// listedState is what the relister's latest listing showed of a pod.
+type listedState struct {
+	fingerprint string
+	// began is when that listing began.
+	began time.Time
+	// ok: the listing showed the pod.
+	ok bool
+}
+
+// skipPeriodic decides whether a periodic resync (worker.Work.Periodic) can
+// be skipped: the worker's last read needed no action, and a listing begun
+// after that read shows the pod exactly as read. The relister lists every
+// second and wakes the worker on any change of the pod's sandboxes or
+// containers, so re-reading, re-planning and re-publishing an unchanged pod
+// each minute would find what the last sync found. What is not in the
+// runtime state comes by its own way: spec changes and deletions as
+// updates, probe results and volume refreshes as wake-ups, back-offs and
+// deadlines as retries (never periodic).
+func skipPeriodic(obs observation, known bool, l listedState) bool {
+	return known && obs.inSync && l.ok && l.began.After(obs.at) && l.fingerprint == obs.fingerprint
 }

@@ -36,3 +36,30 @@ func TestSkipRelisted(t *testing.T) {
 		}
 	}
 }
+
+func TestSkipPeriodic(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	running := "s:sb=ready;c:c1=running;"
+	inSync := observation{fingerprint: running, at: t0, inSync: true}
+	later := listedState{fingerprint: running, began: t0.Add(time.Second), ok: true}
+	tests := []struct {
+		name  string
+		obs   observation
+		known bool
+		l     listedState
+		want  bool
+	}{
+		{"unchanged since the last sync", inSync, true, later, true},
+		{"worker never read the pod", observation{}, false, later, false},
+		{"last sync left work", observation{fingerprint: running, at: t0}, true, later, false},
+		{"state changed", inSync, true, listedState{fingerprint: "s:sb=ready;c:c1=exited;", began: t0.Add(time.Second), ok: true}, false},
+		{"listing began before the read", inSync, true, listedState{fingerprint: running, began: t0.Add(-time.Second), ok: true}, false},
+		{"listing began as the read did", inSync, true, listedState{fingerprint: running, began: t0, ok: true}, false},
+		{"pod not in the listing", inSync, true, listedState{began: t0.Add(time.Second)}, false},
+	}
+	for _, tc := range tests {
+		if got := skipPeriodic(tc.obs, tc.known, tc.l); got != tc.want {
+			t.Errorf("%s: skip = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

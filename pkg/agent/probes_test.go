@@ -24,12 +24,18 @@ import (
 type statusRecorder struct {
 	mu       sync.Mutex
 	statuses []v1.PodStatus
+	mirrors  int // SyncMirror calls
 }
 
-func (r *statusRecorder) SyncMirror(context.Context, *v1.Pod, *v1.Pod) error { return nil }
-func (r *statusRecorder) DeleteMirror(context.Context, *v1.Pod) error        { return nil }
-func (r *statusRecorder) PodKilled(*v1.Pod, v1.PodStatus)                    {}
-func (r *statusRecorder) ForgetPod(types.UID)                                {}
+func (r *statusRecorder) SyncMirror(context.Context, *v1.Pod, *v1.Pod) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mirrors++
+	return nil
+}
+func (r *statusRecorder) DeleteMirror(context.Context, *v1.Pod) error { return nil }
+func (r *statusRecorder) PodKilled(*v1.Pod, v1.PodStatus)             {}
+func (r *statusRecorder) ForgetPod(types.UID)                         {}
 func (r *statusRecorder) SetPodStatus(_ *v1.Pod, s v1.PodStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

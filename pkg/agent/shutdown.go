@@ -105,10 +105,12 @@ func (a *Agent) syncShutdown(ctx context.Context, w worker.Work, rs *runtime.Pod
 	p := w.Pod
 	klog.V(2).InfoS("Stopping pod for node shutdown", "pod", klog.KObj(p), "gracePeriod", s.grace)
 	grace := s.grace
-	if err := a.rt.KillPod(ctx, p, rs, &grace); err != nil {
+	// Always stopped again: the shutdown's grace period is its own.
+	stopped, err := a.stopPod(ctx, p, rs, &grace, "")
+	if err != nil {
 		return worker.Result{Err: fmt.Errorf("stop pod %s/%s for node shutdown: %w", p.Namespace, p.Name, err)}
 	}
-	a.refreshStatus(ctx, w, nil)
+	a.refreshStatus(ctx, w, nil, stopped)
 	a.shutdowns.stopped(p.UID)
 	return worker.Result{}
 }

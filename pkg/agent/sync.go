@@ -13,6 +13,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/pod"
 
 	"github.com/nodelet/nodelet/pkg/runtime"
+	"github.com/nodelet/nodelet/pkg/runtime/plan"
 	"github.com/nodelet/nodelet/pkg/status"
 	"github.com/nodelet/nodelet/pkg/worker"
 )
@@ -20,23 +21,32 @@ import (
 // syncPod is the worker.SyncFunc: it runs on the pod's own goroutine.
 func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 	p := w.Pod
-	if w.Type == worker.Sync {
-		if obs, ok := a.observed.get(p.UID); skipRelisted(w.Relisted, obs, ok) {
-			// Under a burst this is most relist events: the listing shows
-			// what the worker itself started and already reported.
-			klog.V(4).InfoS("Relisted state already observed; not syncing", "pod", klog.KObj(p))
-			return worker.Result{Skipped: true}
+	obs, known := a.observed.get(p.UID)
+	if w.Type == worker.Sync && skipRelisted(w.Relisted, obs, known) {
+		// Under a burst this is most relist events: the listing shows
+		// what the worker itself started and already reported.
+		klog.V(4).InfoS("Relisted state already observed; not syncing", "pod", klog.KObj(p))
+		return worker.Result{Skipped: true}
+	}
+	if w.Periodic && w.Type == worker.Sync {
+		fp, began, listed := a.relister.Listed(p.UID)
+		if skipPeriodic(obs, known, listedState{fingerprint: fp, began: began, ok: listed}) {
+			// Nothing to re-read, plan or publish: the relist showed
+			// every change of the pod's runtime state, none came since the
+			// last sync, which left nothing to do. The timer stays armed.
+			// The mirror pod is still synced: this retries one that could
+			// not be made.
+			klog.V(5).InfoS("Periodic resync of an unchanged pod; not syncing", "pod", klog.KObj(p))
+			a.syncMirror(ctx, w)
+			return worker.Result{}
 		}
 	}
 	defer metrics.ObservePodWorker(w.Type.String(), time.Now())
-	if a.cluster != nil && w.Type != worker.Kill && pod.IsStatic(p) {
-		// First, so a runtime slow under load never delays a deleted
-		// mirror's return; a failing mirror never holds up the pod itself.
-		if err := a.cluster.SyncMirror(ctx, p, w.MirrorPod); err != nil {
-			klog.ErrorS(err, "Sync mirror pod", "pod", klog.KObj(p))
-		}
-	}
+	// First, so a runtime slow under load never delays a deleted mirror's
+	// return; a failing mirror never holds up the pod itself.
+	a.syncMirror(ctx, w)
 	defer func() { a.observed.acted(p.UID, time.Now()) }()
+	readAt := time.Now()
 	var rs *runtime.PodStatus
 	if w.Type == worker.Create && a.relister.Absent(p.UID, a.observed.lastActed(p.UID)) {
 		// A pod new to the runtime: the relist began after anything this
@@ -60,7 +70,8 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 			terminating.Type = worker.Sync
 			a.publishStatus(terminating, rs, nil)
 		}
-		if err := a.rt.KillPod(ctx, p, rs, w.GracePeriod); err != nil {
+		stopped, err := a.stopPod(ctx, p, rs, w.GracePeriod, obs.stopped)
+		if err != nil {
 			return worker.Result{Err: fmt.Errorf("kill pod %s/%s: %w", p.Namespace, p.Name, err)}
 		}
 		if w.Forget {
@@ -68,7 +79,7 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 			// upstream: their exit codes and logs remain readable meanwhile.
 			return worker.Result{}
 		}
-		st := a.refreshStatus(ctx, w, nil)
+		st := a.refreshStatus(ctx, w, nil, stopped)
 		if a.cluster != nil && p.DeletionTimestamp != nil && st != nil {
 			a.cluster.PodKilled(p, *st)
 		}
@@ -84,12 +95,19 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		if !a.failedFor(p, status.ReasonDeadlineExceeded) {
 			a.rt.PodEvent(p, v1.EventTypeNormal, status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded)
 		}
-		err := a.rt.KillPod(ctx, p, rs, nil)
+		stopped, err := a.stopPod(ctx, p, rs, nil, obs.stopped)
 		if err != nil {
 			err = fmt.Errorf("stop pod %s/%s past its active deadline: %w", p.Namespace, p.Name, err)
 		}
-		a.refreshStatus(ctx, w, nil)
+		a.refreshStatus(ctx, w, nil, stopped)
 		return worker.Result{Err: err}
+	}
+	if obs.stopped != "" && a.rt.InSync(p, rs, obs.stopped) {
+		// A finished pod that this process stopped: nothing to do but
+		// show what the runtime has, which the read just did.
+		a.observe(p, rs, readAt, true, obs.stopped)
+		a.publishStatus(w, rs, nil)
+		return worker.Result{}
 	}
 	published := a.publishIfSlow(w, rs)
 	res := a.rt.SyncPod(ctx, p, rs)
@@ -97,12 +115,22 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 	if res.Err != nil {
 		klog.ErrorS(res.Err, "Sync pod", "pod", klog.KObj(p), "uid", p.UID)
 	}
-	a.refreshStatus(ctx, w, res.Waiting)
+	a.refreshStatus(ctx, w, res.Waiting, res.Stopped)
 	// Sync again when the deadline passes (the first status sets the start).
 	if _, left := a.activeDeadline(p); left > 0 && (res.RetryAfter == 0 || left < res.RetryAfter) {
 		res.RetryAfter = left
 	}
 	return worker.Result{RetryAfter: res.RetryAfter, Err: res.Err}
+}
+
+// syncMirror creates or updates a static pod's mirror pod (cluster mode).
+func (a *Agent) syncMirror(ctx context.Context, w worker.Work) {
+	if a.cluster == nil || w.Type == worker.Kill || !pod.IsStatic(w.Pod) {
+		return
+	}
+	if err := a.cluster.SyncMirror(ctx, w.Pod, w.MirrorPod); err != nil {
+		klog.ErrorS(err, "Sync mirror pod", "pod", klog.KObj(w.Pod))
+	}
 }
 
 // defaultSlowFirstSync: a new pod's first sync that takes longer publishes
@@ -158,7 +186,9 @@ func (a *Agent) activeDeadline(p *v1.Pod) (bool, time.Duration) {
 
 // refreshStatus re-reads the runtime after the sync acted, so the status
 // shows what the sync just did without waiting for the next relist.
-func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[string]runtime.ContainerWaiting) *v1.PodStatus {
+// stopped is the newest sandbox the sync stopped with the whole pod ("":
+// none).
+func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[string]runtime.ContainerWaiting, stopped string) *v1.PodStatus {
 	p := w.Pod
 	readAt := time.Now()
 	rs, err := a.rt.PodStatus(ctx, p.UID, p.Name, p.Namespace)
@@ -167,12 +197,36 @@ func (a *Agent) refreshStatus(ctx context.Context, w worker.Work, waiting map[st
 		klog.ErrorS(err, "Runtime status after sync", "pod", klog.KObj(p))
 		return nil
 	}
+	a.observe(p, rs, readAt, w.Type != worker.Kill, stopped)
+	return a.publishStatus(w, rs, waiting)
+}
+
+// observe records the worker's read rs of the runtime, begun at readAt;
+// syncable: the pod is synced, not killed, so its plan decides whether the
+// read leaves work.
+func (a *Agent) observe(p *v1.Pod, rs *runtime.PodStatus, readAt time.Time, syncable bool, stopped string) {
 	a.observed.set(p.UID, observation{
 		fingerprint: pleg.StatusFingerprint(rs),
 		at:          readAt,
-		inSync:      w.Type != worker.Kill && a.rt.InSync(p, rs),
+		inSync:      syncable && a.rt.InSync(p, rs, stopped),
+		stopped:     stopped,
 	})
-	return a.publishStatus(w, rs, waiting)
+}
+
+// stopPod stops the whole pod, unless the stop would only repeat the one
+// this process did last (lastStopped, plan.StopDone). It returns the
+// sandbox stopped (or found stopped).
+func (a *Agent) stopPod(ctx context.Context, p *v1.Pod, rs *runtime.PodStatus, grace *int64, lastStopped string) (string, error) {
+	if plan.StopDone(rs, lastStopped) {
+		return lastStopped, nil
+	}
+	if err := a.rt.KillPod(ctx, p, rs, grace); err != nil {
+		return "", err
+	}
+	if sb := rs.LatestSandbox(); sb != nil {
+		return sb.ID, nil
+	}
+	return "", nil
 }
 
 // publishStatus generates the pod's status from rs and hands it to the

@@ -265,7 +265,7 @@ func (s *FileSource) sync(ctx context.Context) (retry bool) {
 			st = &fileState{}
 			s.files[p] = st
 		}
-		st.load(p, s.nodeName)
+		st.load(p, s.nodeName, time.Now())
 		entries = append(entries, fileEntry{path: p, pod: st.effective()})
 		retry = retry || st.retryPending(s.maxAttempts)
 	}

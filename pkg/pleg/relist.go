@@ -8,6 +8,7 @@ package pleg
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,9 +59,10 @@ type Relister struct {
 
 	mu       sync.Mutex
 	snapshot []*runtime.Pod
-	// listed holds the UIDs of snapshot; snapshotBegan is when the
-	// listing that made it began.
+	// listed holds the UIDs of snapshot, fingerprints their fingerprints;
+	// snapshotBegan is when the listing that made it began.
 	listed        map[types.UID]bool
+	fingerprints  map[types.UID]string
 	snapshotBegan time.Time
 	lastRelist    time.Time
 	lastErr       error
@@ -76,12 +78,22 @@ func (r *Relister) Changed() <-chan Change { return r.changed }
 
 // Run relists until ctx is done.
 func (r *Relister) Run(ctx context.Context) error {
-	last := map[types.UID]string{}
+	var last listing
 	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) { last = r.relist(ctx, last) }, r.period)
 	return nil
 }
 
-func (r *Relister) relist(ctx context.Context, last map[types.UID]string) map[types.UID]string {
+// listing is what one relist saw: its pods and their fingerprints.
+type listing struct {
+	pods []*runtime.Pod
+	// fingerprints by pod UID, and by the *runtime.Pod they were taken of.
+	byUID map[types.UID]string
+	byPod map[*runtime.Pod]string
+	// listed holds the UIDs of pods.
+	listed map[types.UID]bool
+}
+
+func (r *Relister) relist(ctx context.Context, last listing) listing {
 	began := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, r.period*10+5*time.Second)
 	pods, err := r.lister.ListPods(lctx)
@@ -97,36 +109,56 @@ func (r *Relister) relist(ctx context.Context, last map[types.UID]string) map[ty
 		r.metrics.ObserveRelist(began, listedAt.Sub(began), interval, err == nil)
 	}
 	r.prevBegan = began
-	var listed map[types.UID]bool
-	if err == nil {
-		listed = make(map[types.UID]bool, len(pods))
-		for _, p := range pods {
-			listed[p.UID] = true
-		}
-	}
-	r.mu.Lock()
-	r.lastErr = err
-	if err == nil {
-		r.snapshot, r.listed, r.snapshotBegan = pods, listed, began
-		r.lastRelist = listedAt
-	}
-	r.mu.Unlock()
 	if err != nil {
+		r.mu.Lock()
+		r.lastErr = err
+		r.mu.Unlock()
 		klog.ErrorS(err, "Relist runtime")
 		return last
 	}
-	cur := make(map[types.UID]string, len(pods))
-	for _, p := range pods {
-		cur[p.UID] = Fingerprint(p)
+	// The same pods as last time (cristatus.PodsCache on an unchanged
+	// node): nothing to fingerprint or compare.
+	same := last.byUID != nil && slices.Equal(pods, last.pods)
+	cur := last
+	if !same {
+		cur = newListing(pods, last)
 	}
-	for _, uid := range Diff(last, cur) {
+	r.mu.Lock()
+	r.lastErr = nil
+	r.snapshot, r.listed, r.fingerprints, r.snapshotBegan = pods, cur.listed, cur.byUID, began
+	r.lastRelist = listedAt
+	r.mu.Unlock()
+	if same {
+		return cur
+	}
+	for _, uid := range Diff(last.byUID, cur.byUID) {
 		select {
-		case r.changed <- Change{UID: uid, Fingerprint: cur[uid], ListedAt: listedAt}:
+		case r.changed <- Change{UID: uid, Fingerprint: cur.byUID[uid], ListedAt: listedAt}:
 		case <-ctx.Done():
 			return cur
 		}
 	}
 	return cur
+}
+
+// newListing fingerprints pods. A lister that hands out the same
+// *runtime.Pod for a pod that did not change (cristatus.PodsCache) gets its
+// fingerprint from the last listing: on an idle node nothing is computed.
+func newListing(pods []*runtime.Pod, last listing) listing {
+	l := listing{
+		pods:   pods,
+		byUID:  make(map[types.UID]string, len(pods)),
+		byPod:  make(map[*runtime.Pod]string, len(pods)),
+		listed: make(map[types.UID]bool, len(pods)),
+	}
+	for _, p := range pods {
+		fp, ok := last.byPod[p]
+		if !ok {
+			fp = Fingerprint(p)
+		}
+		l.byUID[p.UID], l.byPod[p], l.listed[p.UID] = fp, fp, true
+	}
+	return l
 }
 
 // Diff returns the UIDs whose fingerprint differs between two listings,
@@ -194,6 +226,16 @@ func (r *Relister) ListedSince(t time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.listed != nil && r.snapshotBegan.After(t)
+}
+
+// Listed returns the pod's Fingerprint in the latest listing and when that
+// listing began; ok is false when there is no listing yet or it did not
+// show the pod.
+func (r *Relister) Listed(uid types.UID) (fingerprint string, began time.Time, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fingerprint, ok = r.fingerprints[uid]
+	return fingerprint, r.snapshotBegan, ok
 }
 
 // Absent reports whether the latest listing began after since and showed

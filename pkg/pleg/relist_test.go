@@ -159,7 +159,7 @@ func TestAbsent(t *testing.T) {
 	if r.Absent("new", time.Time{}) || r.ListedSince(time.Time{}) {
 		t.Fatal("absent before any listing")
 	}
-	r.relist(context.Background(), map[types.UID]string{})
+	r.relist(context.Background(), listing{})
 	after := time.Now()
 	tests := []struct {
 		name  string
@@ -178,5 +178,48 @@ func TestAbsent(t *testing.T) {
 	}
 	if !r.ListedSince(before) || r.ListedSince(after) {
 		t.Error("ListedSince does not follow the listing's start")
+	}
+}
+
+// TestListingReusesFingerprints: a pod the lister hands out again (the same
+// *runtime.Pod: cristatus.PodsCache's unchanged pod) is not fingerprinted
+// again; a new one is.
+func TestListingReusesFingerprints(t *testing.T) {
+	same := &runtime.Pod{UID: "same", Containers: []runtime.ContainerRef{{ID: "c", State: runtime.ContainerStateRunning}}}
+	// Same content, new pod: fingerprinted anew.
+	renewed := &runtime.Pod{UID: "renewed", Containers: []runtime.ContainerRef{{ID: "d", State: runtime.ContainerStateRunning}}}
+	last := listing{byPod: map[*runtime.Pod]string{same: "from-last", {UID: "renewed"}: "from-last"}}
+	l := newListing([]*runtime.Pod{same, renewed}, last)
+	if l.byUID["same"] != "from-last" {
+		t.Errorf("reused pod fingerprinted again: %q", l.byUID["same"])
+	}
+	if l.byUID["renewed"] != Fingerprint(renewed) {
+		t.Errorf("new pod not fingerprinted: %q", l.byUID["renewed"])
+	}
+	if !l.listed["same"] || !l.listed["renewed"] || len(l.listed) != 2 {
+		t.Errorf("listed = %v", l.listed)
+	}
+}
+
+// TestRelistOfSameListing: a listing that is the previous one, pod for pod,
+// reports nothing and still counts as a fresh listing.
+func TestRelistOfSameListing(t *testing.T) {
+	p := &runtime.Pod{UID: "a", Containers: []runtime.ContainerRef{{ID: "c", State: runtime.ContainerStateRunning}}}
+	l := &fakeLister{}
+	l.set(p)
+	r := New(l, time.Second, nil)
+	last := r.relist(context.Background(), listing{})
+	if c := <-r.Changed(); c.UID != "a" {
+		t.Fatalf("first listing reported %v", c)
+	}
+	before := time.Now()
+	r.relist(context.Background(), last)
+	select {
+	case c := <-r.Changed():
+		t.Fatalf("unchanged listing reported %v", c)
+	default:
+	}
+	if !r.ListedSince(before) || r.Absent("a", before) || !r.Absent("b", before) {
+		t.Error("the unchanged listing does not count as the latest")
 	}
 }

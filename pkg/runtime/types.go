@@ -185,4 +185,8 @@ type SyncResult struct {
 	RetryAfter time.Duration
 	// Err is the first error that stopped the pass.
 	Err error
+	// Stopped is the ID of the newest sandbox when the pass stopped the
+	// whole pod (its KillPod succeeded): InSync then knows that stop is
+	// done. "" when it stopped none.
+	Stopped string
 }

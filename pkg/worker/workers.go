@@ -46,6 +46,12 @@ type Work struct {
 	// what that relist saw: the sync may skip a runtime state it already
 	// knows. Any other reason to sync clears it when requests coalesce.
 	Relisted *Relisted
+	// Periodic is set only on the resync the worker's own timer asked for
+	// after a sync that asked for nothing (--sync-frequency), not on a
+	// retry after an error or a back-off: the sync may skip a pod whose
+	// runtime state the relister shows unchanged since it last looked.
+	// Any other reason to sync clears it when requests coalesce.
+	Periodic bool
 }
 
 // Relisted describes the runtime listing that noticed a pod change.
@@ -152,6 +158,19 @@ func coalesce(old, w *Work) *Work {
 		merged.Relisted = nil
 		w = &merged
 	}
+	merged := merge(old, w)
+	if merged.Periodic {
+		// Another reason to sync came: the sync is no longer only the
+		// periodic one, and must not be skipped as such.
+		c := *merged
+		c.Periodic = false
+		merged = &c
+	}
+	return merged
+}
+
+// merge is coalesce by request type.
+func merge(old, w *Work) *Work {
 	switch {
 	case w.Type == Kill:
 		return w
@@ -187,6 +206,8 @@ func (ws *Workers) run(pw *podWorker) {
 	timer.Stop()
 	defer timer.Stop()
 	backoff := ws.opts.ErrorBackoff
+	// periodic: the timer is armed for the plain resync, not a retry.
+	periodic := false
 
 	for {
 		select {
@@ -194,7 +215,7 @@ func (ws *Workers) run(pw *podWorker) {
 			return
 		case <-pw.wake:
 		case <-timer.C:
-			ws.requeueLast(pw)
+			ws.requeueLast(pw, periodic)
 		}
 
 		ws.mu.Lock()
@@ -247,6 +268,7 @@ func (ws *Workers) run(pw *podWorker) {
 		ws.mu.Unlock()
 
 		var next time.Duration
+		periodic = false
 		switch {
 		case res.Err != nil:
 			next = backoff
@@ -257,14 +279,16 @@ func (ws *Workers) run(pw *podWorker) {
 		default:
 			backoff = ws.opts.ErrorBackoff
 			next = ws.jittered()
+			periodic = true
 		}
 		timer.Reset(next)
 	}
 }
 
 // requeueLast turns a timer tick into a resync of the last known pod, unless
-// newer work is already waiting.
-func (ws *Workers) requeueLast(pw *podWorker) {
+// newer work is already waiting; periodic: the tick is the plain resync
+// (Work.Periodic), not a retry.
+func (ws *Workers) requeueLast(pw *podWorker, periodic bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if pw.pending != nil || pw.last == nil {
@@ -274,7 +298,8 @@ func (ws *Workers) requeueLast(pw *podWorker) {
 	if w.Type != Kill {
 		w.Type = Sync
 	}
-	w.Relisted = nil // a periodic resync is never skipped
+	w.Relisted = nil // a periodic resync is never skipped as a relist
+	w.Periodic = periodic
 	pw.pending = &w
 }
 

@@ -277,3 +277,58 @@ func TestKillCancelsSyncInProgress(t *testing.T) {
 		t.Fatal("kill waited for the stuck sync")
 	}
 }
+
+// TestPeriodicMarksOnlyThePlainResync: the timer's resync after a sync that
+// asked for nothing is Periodic; a retry (RetryAfter, error back-off) is
+// not, nor is anything coalesced with another request.
+func TestPeriodicMarksOnlyThePlainResync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var (
+			mu  sync.Mutex
+			got []Work
+		)
+		results := []Result{{RetryAfter: time.Second}, {}, {Err: context.DeadlineExceeded}, {}, {}}
+		ws := New(ctx, func(ctx context.Context, w Work) Result {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, w)
+			if len(got) <= len(results) {
+				return results[len(got)-1]
+			}
+			return Result{}
+		}, Options{ResyncPeriod: time.Minute, ErrorBackoff: time.Second})
+		ws.Update(Work{Pod: pod("a", "1"), Type: Create})
+		for n := 0; n < len(results)+1; {
+			time.Sleep(time.Second)
+			synctest.Wait()
+			mu.Lock()
+			n = len(got)
+			mu.Unlock()
+		}
+		cancel()
+		ws.Wait()
+		// 0 create, 1 retry, 2 periodic (after a sync that asked for
+		// nothing), 3 error back-off retry, 4 periodic, 5 periodic.
+		want := []bool{false, false, true, false, true, true}
+		for i, w := range want {
+			if got[i].Periodic != w {
+				t.Errorf("sync %d (%v): Periodic = %v, want %v", i, got[i].Type, got[i].Periodic, w)
+			}
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		old, new Work
+	}{
+		{"periodic then sync", Work{Type: Sync, Periodic: true}, Work{Type: Sync}},
+		{"periodic then update", Work{Type: Sync, Periodic: true}, Work{Type: Update}},
+		{"periodic kill then update", Work{Type: Kill, Periodic: true}, Work{Type: Update}},
+		{"periodic then relist", Work{Type: Sync, Periodic: true}, Work{Type: Sync, Relisted: &Relisted{Fingerprint: "x"}}},
+	} {
+		tc.old.Pod, tc.new.Pod = pod("a", "1"), pod("a", "2")
+		if got := coalesce(&tc.old, &tc.new); got.Periodic || got.Relisted != nil {
+			t.Errorf("%s: coalesced into %+v, want neither periodic nor relisted", tc.name, got)
+		}
+	}
+}

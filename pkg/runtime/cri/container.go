@@ -75,11 +75,11 @@ func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.Containe
 	ctx, cancel := c.ctx(ctx, c.timeout)
 	defer cancel()
 	if filter == nil {
-		raw, err := c.listAll(ctx, methodListContainers, &runtimeapi.ListContainersRequest{})
+		items, err := listAll(ctx, c, methodListContainers, &runtimeapi.ListContainersRequest{}, c.lists.containers)
 		if err != nil {
 			return nil, fmt.Errorf("list containers: %w", classify(err))
 		}
-		return c.lists.containers.decode(raw)
+		return items, nil
 	}
 	resp, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
 	if err != nil {

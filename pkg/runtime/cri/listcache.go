@@ -60,7 +60,7 @@ type decodeCache[T proto.Message] struct {
 	entries map[string]cachedEntry[T] // guarded by mu
 	// Scratch space for canonical keys, reused under mu.
 	key    []byte
-	chunks [][]byte
+	chunks []mapChunk
 }
 
 func newDecodeCache[T proto.Message](newMsg func() T) *decodeCache[T] {
@@ -141,59 +141,78 @@ func (c *decodeCache[T]) canonical(entry []byte) (key []byte, cacheable bool) {
 		chunk := rest[:n]
 		rest = rest[n:]
 		if c.mapFields[num] && typ == protowire.BytesType {
-			c.chunks = append(c.chunks, chunk)
+			k, ok := mapEntryKey(chunk)
+			if !ok {
+				return nil, false
+			}
+			c.chunks = append(c.chunks, mapChunk{key: k, bytes: chunk})
 			continue
 		}
 		c.key = append(c.key, chunk...)
 	}
-	// Same field numbers sort together (the tag comes first), and a map
-	// entry's key (field 1) is encoded before its value by every encoder in
-	// use; an encoder that puts the value first only costs cache misses.
-	slices.SortFunc(c.chunks, bytes.Compare)
-	for i, chunk := range c.chunks {
-		if i > 0 && sameMapKey(c.chunks[i-1], chunk) {
+	// By field and map key first, so that entries repeating a key sort
+	// next to each other whatever their values' lengths; the whole bytes
+	// only order entries that repeat a key (then not cacheable anyway). A
+	// map entry whose key comes after its value (no encoder in use does
+	// that) reads as having the zero key: it only costs cache misses.
+	slices.SortFunc(c.chunks, func(a, b mapChunk) int {
+		if d := bytes.Compare(a.key.num, b.key.num); d != 0 {
+			return d
+		}
+		if d := bytes.Compare(a.key.key, b.key.key); d != 0 {
+			return d
+		}
+		return bytes.Compare(a.bytes, b.bytes)
+	})
+	for i, ch := range c.chunks {
+		if i > 0 && bytes.Equal(c.chunks[i-1].key.num, ch.key.num) && bytes.Equal(c.chunks[i-1].key.key, ch.key.key) {
 			return nil, false
 		}
-		c.key = append(c.key, chunk...)
+		c.key = append(c.key, ch.bytes...)
 	}
 	return c.key, true
 }
 
-// sameMapKey reports whether two encoded map entries of the same field have
-// the same key; entries that cannot be read count as the same (uncacheable).
-func sameMapKey(a, b []byte) bool {
-	ka, oka := mapEntryKey(a)
-	kb, okb := mapEntryKey(b)
-	return !oka || !okb || (bytes.Equal(ka.num, kb.num) && bytes.Equal(ka.key, kb.key))
+// mapChunk is one encoded map entry of an entry being made canonical.
+type mapChunk struct {
+	key   mapKey
+	bytes []byte
 }
 
 type mapKey struct{ num, key []byte }
 
-// mapEntryKey reads the field tag and the key field of an encoded map entry.
+// mapEntryKey reads the field tag and the key field of an encoded map entry;
+// not ok when the entry does not parse or repeats its key field (the last
+// would win: which key it has would depend on more than these bytes).
 func mapEntryKey(chunk []byte) (mapKey, bool) {
 	_, _, n := protowire.ConsumeTag(chunk)
 	if n < 0 {
 		return mapKey{}, false
 	}
-	tag := chunk[:n]
+	k := mapKey{num: chunk[:n]} // no key field: the zero key
 	body, m := protowire.ConsumeBytes(chunk[n:])
 	if m < 0 {
 		return mapKey{}, false
 	}
+	found := false
 	for len(body) > 0 {
 		num, _, l := protowire.ConsumeField(body)
 		if l < 0 {
 			return mapKey{}, false
 		}
 		if num == 1 {
-			return mapKey{num: tag, key: body[:l]}, true
+			if found {
+				return mapKey{}, false
+			}
+			k.key, found = body[:l], true
 		}
 		body = body[l:]
 	}
-	return mapKey{num: tag}, true // no key: the zero key
+	return k, true
 }
 
-// rawCodec hands the response over undecoded (as a *[]byte) and encodes
+// rawCodec hands the response over undecoded (as a *[]byte, into the
+// buffer it already points to when that is large enough) and encodes
 // requests as proto does.
 type rawCodec struct{}
 
@@ -210,31 +229,43 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("raw codec: cannot decode into %T", v)
 	}
-	*out = data.Materialize()
+	// Into the caller's buffer: the response of a full list was most of
+	// an idle node's garbage (a new buffer every second).
+	buf := (*out)[:0]
+	for _, b := range data {
+		buf = append(buf, b.ReadOnlyData()...)
+	}
+	*out = buf
 	return nil
 }
 
 func (rawCodec) Name() string { return "proto" }
 
-// listAll invokes a list method with no filter and returns the undecoded
-// response.
-func (c *Client) listAll(ctx context.Context, method string, req proto.Message) ([]byte, error) {
-	var resp []byte
-	if err := c.conn.Invoke(ctx, method, req, &resp, grpc.ForceCodecV2(rawCodec{})); err != nil {
+// listAll invokes a list method with no filter and decodes its response
+// through cache. The undecoded response goes into a buffer reused from list
+// to list: decoded messages own their strings (proto copies them), so
+// nothing refers to the buffer once decode returns.
+func listAll[T proto.Message](ctx context.Context, c *Client, method string, req proto.Message, cache *decodeCache[T]) ([]T, error) {
+	buf := c.lists.bufs.Get().(*[]byte)
+	defer c.lists.bufs.Put(buf)
+	if err := c.conn.Invoke(ctx, method, req, buf, grpc.ForceCodecV2(rawCodec{})); err != nil {
 		return nil, err
 	}
-	return resp, nil
+	return cache.decode(*buf)
 }
 
-// listCaches holds the decode caches of the two full lists.
+// listCaches holds the decode caches of the two full lists and their
+// response buffers.
 type listCaches struct {
 	sandboxes  *decodeCache[*runtimeapi.PodSandbox]
 	containers *decodeCache[*runtimeapi.Container]
+	bufs       *sync.Pool // of *[]byte
 }
 
 func newListCaches() listCaches {
 	return listCaches{
 		sandboxes:  newDecodeCache(func() *runtimeapi.PodSandbox { return new(runtimeapi.PodSandbox) }),
 		containers: newDecodeCache(func() *runtimeapi.Container { return new(runtimeapi.Container) }),
+		bufs:       &sync.Pool{New: func() any { return new([]byte) }},
 	}
 }

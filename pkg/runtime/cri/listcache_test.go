@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -174,5 +175,96 @@ func TestDecodeCacheIgnoresMapOrder(t *testing.T) {
 	dup2, _ := c.decode(encodeWithLabels("a", "x", "2", "x", "1"))
 	if dup1[0].Labels["x"] != "2" || dup2[0].Labels["x"] != "1" {
 		t.Errorf("repeated key: %v then %v, want the last value each time", dup1[0].Labels, dup2[0].Labels)
+	}
+}
+
+// The full lists' responses go into a reused buffer: what was decoded from
+// it must not change when the next response overwrites it.
+func TestFullListsOwnTheirEntries(t *testing.T) {
+	f := &fakeCRI{containers: []*runtimeapi.Container{ctrOf("a0", "sb1", "web", "a", 0, 110, running)}}
+	c := dial(t, f)
+	ctx := context.Background()
+	first, err := c.ListContainers(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := proto.Clone(first[0])
+	for i, next := range []*runtimeapi.Container{
+		ctrOf("b0", "sb2", "other-pod-name", "b", 1, 120, exited),
+		ctrOf("c00000000000000000000", "sb3", "yet-another-pod", "c", 2, 130, running),
+	} {
+		f.mu.Lock()
+		f.containers = []*runtimeapi.Container{next}
+		f.mu.Unlock()
+		got, err := c.ListContainers(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(got[0], next) {
+			t.Errorf("list %d: got %v, want %v", i+2, got[0], next)
+		}
+		if !proto.Equal(first[0], want) {
+			t.Fatalf("list %d changed the entry decoded by the first: %v, want %v", i+2, first[0], want)
+		}
+	}
+}
+
+func TestRawCodecReusesTheBuffer(t *testing.T) {
+	buf := make([]byte, 0, 64)
+	out := &buf
+	data := mem.BufferSlice{mem.SliceBuffer("hello "), mem.SliceBuffer("world")}
+	if err := (rawCodec{}).Unmarshal(data, out); err != nil {
+		t.Fatal(err)
+	}
+	if string(*out) != "hello world" || &(*out)[:1][0] != &buf[:1][0] {
+		t.Errorf("got %q in a new buffer, want %q in the caller's", *out, "hello world")
+	}
+}
+
+// A repeated key whose entries do not sort next to each other (entries of
+// another length between them) is still seen as repeated: never cached.
+func TestDecodeCacheRepeatedKeyApart(t *testing.T) {
+	c := newContainerCache()
+	first, _ := c.decode(encodeWithLabels("a", "x", "1", "y", "2", "x", "33"))
+	second, _ := c.decode(encodeWithLabels("a", "x", "33", "y", "2", "x", "1"))
+	if first[0].Labels["x"] != "33" || second[0].Labels["x"] != "1" {
+		t.Errorf("repeated key: %v then %v, want the last value each time", first[0].Labels, second[0].Labels)
+	}
+}
+
+// A map entry that repeats its key field has the last key: such entries
+// are never cached, whatever their order.
+func TestDecodeCacheRepeatedKeyField(t *testing.T) {
+	entry := func(keys []string, value string) []byte {
+		var e []byte
+		for _, k := range keys {
+			e = protowire.AppendTag(e, 1, protowire.BytesType)
+			e = protowire.AppendString(e, k)
+		}
+		e = protowire.AppendTag(e, 2, protowire.BytesType)
+		return protowire.AppendString(e, value)
+	}
+	list := func(entries ...[]byte) []byte {
+		var c []byte
+		c = protowire.AppendTag(c, 1, protowire.BytesType)
+		c = protowire.AppendString(c, "id")
+		for _, e := range entries {
+			c = protowire.AppendTag(c, 8, protowire.BytesType) // labels
+			c = protowire.AppendBytes(c, e)
+		}
+		resp := protowire.AppendTag(nil, 1, protowire.BytesType)
+		return protowire.AppendBytes(resp, c)
+	}
+	c := newContainerCache()
+	tricky, plain := entry([]string{"a", "b"}, "1"), entry([]string{"b"}, "2")
+	for i, b := range [][]byte{list(tricky, plain), list(plain, tricky)} {
+		var want runtimeapi.ListContainersResponse
+		if err := proto.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.decode(b)
+		if err != nil || !proto.Equal(got[0], want.Containers[0]) {
+			t.Errorf("order %d: got %v (%v), want %v", i, got, err, want.Containers[0])
+		}
 	}
 }

@@ -69,11 +69,11 @@ func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandb
 	ctx, cancel := c.ctx(ctx, c.timeout)
 	defer cancel()
 	if filter == nil {
-		raw, err := c.listAll(ctx, methodListPodSandbox, &runtimeapi.ListPodSandboxRequest{})
+		items, err := listAll(ctx, c, methodListPodSandbox, &runtimeapi.ListPodSandboxRequest{}, c.lists.sandboxes)
 		if err != nil {
 			return nil, fmt.Errorf("list pod sandboxes: %w", classify(err))
 		}
-		return c.lists.sandboxes.decode(raw)
+		return items, nil
 	}
 	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
 	if err != nil {

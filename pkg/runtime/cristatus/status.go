@@ -18,7 +18,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	podutil "github.com/nodelet/nodelet/pkg/pod"
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
 )
@@ -57,53 +56,8 @@ func PodStatus(uid types.UID, name, namespace string, s *cri.PodState) *runtime.
 // of what exists, newest first, and the config source recorded on each
 // pod's newest sandbox.
 func Pods(s *cri.PodState) []*runtime.Pod {
-	byUID := map[types.UID]*runtime.Pod{}
-	var order []types.UID
-	pod := func(uid types.UID, name, namespace string) *runtime.Pod {
-		p, ok := byUID[uid]
-		if !ok {
-			p = &runtime.Pod{UID: uid, Name: name, Namespace: namespace}
-			byUID[uid] = p
-			order = append(order, uid)
-		}
-		return p
-	}
-	for _, sb := range s.Sandboxes {
-		id, err := cri.ParseSandboxIdentity(sb.Labels, sb.Annotations)
-		if errors.Is(err, cri.ErrNotManaged) {
-			continue
-		}
-		p := pod(id.PodUID, id.PodName, id.PodNamespace)
-		if p.Source == "" {
-			// Sandboxes carry the pod's annotations, config.source among them.
-			p.Source = sb.Annotations[podutil.ConfigSourceAnnotationKey]
-		}
-		p.Sandboxes = append(p.Sandboxes, runtime.SandboxRef{
-			ID:        sb.Id,
-			State:     SandboxState(sb.State),
-			Attempt:   sb.GetMetadata().GetAttempt(),
-			CreatedAt: TimeFromUnixNano(sb.CreatedAt),
-		})
-	}
-	for _, ctr := range s.Containers {
-		id, err := cri.ParseContainerIdentity(ctr.Labels, ctr.Annotations)
-		if errors.Is(err, cri.ErrNotManaged) {
-			continue
-		}
-		p := pod(id.PodUID, id.PodName, id.PodNamespace)
-		p.Containers = append(p.Containers, runtime.ContainerRef{
-			ID:        ctr.Id,
-			Name:      id.ContainerName,
-			State:     ContainerState(ctr.State),
-			SandboxID: ctr.PodSandboxId,
-			CreatedAt: TimeFromUnixNano(ctr.CreatedAt),
-		})
-	}
-	pods := make([]*runtime.Pod, 0, len(order))
-	for _, uid := range order {
-		pods = append(pods, byUID[uid])
-	}
-	return pods
+	var c PodsCache
+	return c.Pods(s)
 }
 
 func sandboxFromList(sb *runtimeapi.PodSandbox) *runtime.SandboxStatus {

@@ -66,6 +66,49 @@ func (a Actions) Idle() bool {
 		len(a.EphemeralToStart) == 0 && len(a.ContainersInBackoff) == 0 && len(a.ContainersToRemove) == 0 && len(a.SandboxesToRemove) == 0
 }
 
+// StopOnly reports whether the plan's only action is KillPod: nothing is
+// to be killed one by one, created, started, waited for or removed.
+func (a Actions) StopOnly() bool {
+	rest := a
+	rest.KillPod = false
+	return a.KillPod && rest.Idle()
+}
+
+// StopDone reports whether stopping the pod again would only repeat a stop
+// already done: nothing of it may run (every container exited, no sandbox
+// ready) and its newest sandbox is stopped, the sandbox an earlier stop of
+// the whole pod stopped (its ID; "" when none is known, e.g. after a
+// restart of nodelet, so a pod is always stopped once per process). A
+// sandbox that died on its own is not stopped: stopping it releases its
+// network, so it is stopped once.
+func StopDone(status *runtime.PodStatus, stopped string) bool {
+	sb := status.LatestSandbox()
+	if stopped == "" || sb == nil || sb.ID != stopped {
+		return false
+	}
+	for _, s := range status.Sandboxes {
+		if s.State == runtime.SandboxStateReady {
+			return false
+		}
+	}
+	for _, c := range status.Containers {
+		if c.State != runtime.ContainerStateExited {
+			return false
+		}
+	}
+	return true
+}
+
+// Settled reports whether a sync with plan a would change nothing: the
+// plan is idle, or it only stops again a pod whose stop is done
+// (StopDone). A pod that ran to completion (or failed, or is past its
+// deadline) plans a KillPod on every sync, because its newest sandbox is
+// not ready; the first one stops it, the others would only repeat the CRI
+// calls. Upstream likewise stops syncing a pod once it finished.
+func Settled(a Actions, status *runtime.PodStatus, stopped string) bool {
+	return a.Idle() || (a.StopOnly() && !a.CreateSandbox && StopDone(status, stopped))
+}
+
 // Starts returns every container instance to start, in start order:
 // EphemeralToStart, then ContainersToStart.
 func (a Actions) Starts() []Start {

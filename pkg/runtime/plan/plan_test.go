@@ -457,7 +457,8 @@ func TestIdle(t *testing.T) {
 		{"spec changed", newPod(changeB), status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", running, 0, 0), ctr("b1", "b", "s1", running, 0, 0)), nil, false},
 		{"completed, sandbox still up", newPod(policy(v1.RestartPolicyNever), onlyA), status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0)), nil, false},
 		// The plan kills a finished pod again on every sync (idempotent), so it
-		// never counts as idle: its relist events keep syncing it, as before.
+		// never counts as idle; Settled counts it done once that stop is
+		// (TestSettled).
 		{"completed and stopped", newPod(policy(v1.RestartPolicyNever), onlyA), status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0)), nil, false},
 	}
 	for _, tc := range tests {
@@ -467,6 +468,46 @@ func TestIdle(t *testing.T) {
 		}
 		if got := Compute(tc.pod, tc.status, b, t0).Idle(); got != tc.want {
 			t.Errorf("%s: Idle() = %v, want %v (plan %+v)", tc.name, got, tc.want, project(Compute(tc.pod, tc.status, b, t0)))
+		}
+	}
+}
+
+// TestSettled: a finished pod's plan still kills it (its sandbox is not
+// ready), but once the stop of its newest sandbox is done, another sync
+// would change nothing; anything that may still run, or a sandbox nobody
+// stopped, keeps the kill.
+func TestSettled(t *testing.T) {
+	never := newPod(policy(v1.RestartPolicyNever), onlyA)
+	onFailure := newPod(policy(v1.RestartPolicyOnFailure), onlyA)
+	doneNever := status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0))
+	tests := []struct {
+		name    string
+		pod     *v1.Pod
+		status  *runtime.PodStatus
+		stopped string
+		want    bool
+	}{
+		{"all running, nothing stopped", newPod(), status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", running, 0, 0), ctr("b1", "b", "s1", running, 0, 0)), "", true},
+		{"completed, sandbox still up", never, status(sbs(ready("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0)), "", false},
+		{"completed, stop of its sandbox done", never, doneNever, "s1", true},
+		{"completed, stop not known (nodelet restarted)", never, doneNever, "", false},
+		{"completed, another sandbox was stopped", never, doneNever, "s0", false},
+		{"completed, an older sandbox still ready", never,
+			status(sbs(notReady("s1", 1), ready("s0", 0)), ctr("a1", "a", "s1", exited, 0, 0)), "s1", false},
+		{"completed, a container still created", never,
+			status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0), ctr("x1", "x", "s1", created, 0, 0)), "s1", false},
+		{"succeeded under OnFailure, stopped", onFailure, status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0)), "s1", true},
+		// A failed container under OnFailure gets a new sandbox: never settled.
+		{"failed under OnFailure, stopped", onFailure, status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", exited, 1, 0)), "s1", false},
+		// Under Always a stopped pod comes back.
+		{"stopped under Always", newPod(), status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0), ctr("b1", "b", "s1", exited, 0, 0)), "s1", false},
+		{"deleted and stopped", newPod(deleting), status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", exited, 0, 0), ctr("b1", "b", "s1", exited, 0, 0)), "s1", true},
+		{"deleted, containers still running", newPod(deleting), status(sbs(notReady("s1", 0)), ctr("a1", "a", "s1", running, 0, 0)), "s1", false},
+	}
+	for _, tc := range tests {
+		a := Compute(tc.pod, tc.status, nil, t0)
+		if got := Settled(a, tc.status, tc.stopped); got != tc.want {
+			t.Errorf("%s: Settled = %v, want %v (plan %+v)", tc.name, got, tc.want, project(a))
 		}
 	}
 }

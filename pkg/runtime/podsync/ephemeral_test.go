@@ -44,7 +44,7 @@ func TestSyncPodEphemeralContainer(t *testing.T) {
 	if !hasEnv(cfg, "X", "1") {
 		t.Errorf("env %v lacks X=1", cfg.Envs)
 	}
-	if !h.s.InSync(pod, st) {
+	if !h.s.InSync(pod, st, "") {
 		t.Error("running ephemeral container: pod not in sync")
 	}
 

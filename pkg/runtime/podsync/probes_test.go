@@ -44,7 +44,7 @@ func TestSyncPodRestartsAfterFailedLivenessProbe(t *testing.T) {
 	if ev := h.takeEvents(); !slices.Contains(ev, "Normal Killing Container b failed liveness probe, will be restarted") {
 		t.Errorf("events %q: no Killing event with the probe's message", ev)
 	}
-	if h.s.InSync(pod, h.rt.status(pod.UID)) != true {
+	if h.s.InSync(pod, h.rt.status(pod.UID), "") != true {
 		t.Error("the restarted instance is healthy: the pod must be in sync")
 	}
 }

@@ -223,11 +223,14 @@ func (s *Syncer) plan(pod *v1.Pod, status *runtime.PodStatus) plan.Actions {
 	return plan.ComputeWithProbes(pod, status, s.crash, probes, s.clock.Now())
 }
 
-// InSync reports whether SyncPod would do nothing given status: the pod
-// runs as its spec wants (plan.Actions.Idle). Pure apart from the back-off
-// state and the clock; it makes no runtime call.
-func (s *Syncer) InSync(pod *v1.Pod, status *runtime.PodStatus) bool {
-	return s.plan(pod, status).Idle()
+// InSync reports whether SyncPod would change nothing given status: the
+// pod runs as its spec wants (plan.Actions.Idle), or its only action would
+// stop again a pod that stopped is the newest sandbox of (plan.Settled;
+// stopped is the sandbox an earlier SyncResult.Stopped or KillPod stopped,
+// "" when none). Pure apart from the back-off state and the clock; it makes
+// no runtime call.
+func (s *Syncer) InSync(pod *v1.Pod, status *runtime.PodStatus, stopped string) bool {
+	return plan.Settled(s.plan(pod, status), status, stopped)
 }
 
 // podSync is one SyncPod pass.
@@ -248,6 +251,9 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 		if err := s.killPod(ctx, pod, p.status, nil); err != nil {
 			p.fail(fmt.Errorf("kill pod (%s): %w", a.KillPodReason, err))
 			return
+		}
+		if sb := p.status.LatestSandbox(); sb != nil {
+			p.res.Stopped = sb.ID
 		}
 	}
 	killFailed := p.killContainers(ctx, a.ContainersToKill)

@@ -609,3 +609,29 @@ func TestSyncPodAbandonedImagePull(t *testing.T) {
 		t.Fatalf("next sync is not in back-off and pulls: %+v", res)
 	}
 }
+
+// TestFinishedPodStopsOnce: the sync that finds a pod's containers all done
+// stops it and says which sandbox it stopped; with that known, InSync
+// counts the finished pod as settled, so its worker stops syncing it. A
+// sandbox nobody stopped (the pod never stopped by this process) is not.
+func TestFinishedPodStopsOnce(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod("a")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	h.sync(pod)
+	h.rt.exit("a", 0)
+	h.rt.takeCalls()
+	res := h.sync(pod)
+	_, rest := h.calls()
+	st := h.rt.status(pod.UID)
+	sb := st.LatestSandbox()
+	if res.Err != nil || sb == nil || res.Stopped != sb.ID || !slices.Contains(rest, "StopPodSandbox "+sb.ID) {
+		t.Fatalf("stopping the finished pod: result %+v, calls %q", res, rest)
+	}
+	if !h.s.InSync(pod, st, res.Stopped) {
+		t.Error("the stopped finished pod is not in sync")
+	}
+	if h.s.InSync(pod, st, "") {
+		t.Error("a finished pod whose stop is not known counts as in sync")
+	}
+}
