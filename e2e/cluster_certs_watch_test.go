@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,11 +160,35 @@ func (r *readyFlips) since(at time.Time) int {
 	return n
 }
 
-// apiTraffic is what the API server's metrics say about watches and lists.
+// apiTraffic is what the API server's metrics say about watches and lists, by resource. The
+// open watches include the API server's own (its informers over loopback).
 type apiTraffic struct {
-	openWatches  float64 // apiserver_longrunning_requests{verb="WATCH"}
-	watchesEnded float64 // apiserver_request_total{verb="WATCH"}: counted when a watch ends
-	lists        float64 // apiserver_request_total{verb="LIST"} but the test's CSR polling
+	openWatches  map[string]float64 // apiserver_longrunning_requests{verb="WATCH"}
+	watchesEnded map[string]float64 // apiserver_request_total{verb="WATCH"}: counted when a watch ends
+	lists        map[string]float64 // apiserver_request_total{verb="LIST"} but the test's CSR polling
+}
+
+func sum(m map[string]float64) float64 {
+	var s float64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+// delta is after-before per resource, the resources that changed only, sorted.
+func delta(before, after map[string]float64) string {
+	var out []string
+	for r, v := range after {
+		if d := v - before[r]; d != 0 {
+			out = append(out, fmt.Sprintf("%s %+.0f", r, d))
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 var metricLabel = regexp.MustCompile(`(\w+)="([^"]*)"`)
@@ -173,7 +198,7 @@ func readAPITraffic(ctx context.Context, c kubernetes.Interface) (apiTraffic, er
 	if err != nil {
 		return apiTraffic{}, fmt.Errorf("API server metrics: %w", err)
 	}
-	var a apiTraffic
+	a := apiTraffic{openWatches: map[string]float64{}, watchesEnded: map[string]float64{}, lists: map[string]float64{}}
 	for _, line := range strings.Split(string(raw), "\n") {
 		name, rest, ok := strings.Cut(line, "{")
 		if !ok || (name != "apiserver_longrunning_requests" && name != "apiserver_request_total") {
@@ -191,13 +216,14 @@ func readAPITraffic(ctx context.Context, c kubernetes.Interface) (apiTraffic, er
 		for _, m := range metricLabel.FindAllStringSubmatch(labels, -1) {
 			l[m[1]] = m[2]
 		}
+		res := l["resource"]
 		switch {
 		case name == "apiserver_longrunning_requests" && l["verb"] == "WATCH":
-			a.openWatches += v
+			a.openWatches[res] += v
 		case name == "apiserver_request_total" && l["verb"] == "WATCH":
-			a.watchesEnded += v
-		case name == "apiserver_request_total" && l["verb"] == "LIST" && l["resource"] != "certificatesigningrequests":
-			a.lists += v
+			a.watchesEnded[res] += v
+		case name == "apiserver_request_total" && l["verb"] == "LIST" && res != "certificatesigningrequests":
+			a.lists[res] += v
 		}
 	}
 	return a, nil
@@ -261,14 +287,17 @@ func rotationTraffic(ctx context.Context, t *testing.T, admin kubernetes.Interfa
 		t.Errorf("rotation %d: %v", round, err)
 		return
 	}
-	_, rest := rotationLog(n.Log(), next.NotAfter)
+	log := n.Log()
+	_, rest := rotationLog(log, next.NotAfter)
 	relists, watchErrors := reflectorLines(rest)
+	allRelists, _ := reflectorLines(log)
 	fb, fa, gap := flips.around(at, 30*time.Second)
-	t.Logf("MEASURE client certificate rotation %d (%s): API server: %.0f watches ended, %.0f LISTs, open watches %.0f before -> %.0f after; "+
-		"nodelet's log: %d relists, %d watch errors; toggler's Ready changes in the API: %d in the 30 s before, %d in the 30 s after, "+
+	t.Logf("MEASURE client certificate rotation %d (%s): API server: watches ended: %s; LISTs: %s; open watches %.0f before -> %.0f after (%s); "+
+		"nodelet's log since: %d relists (%d in its whole log), %d watch errors; toggler's Ready changes in the API: %d in the 30 s before, %d in the 30 s after, "+
 		"largest gap across the rotation %.1f s (flips every %s)", round, at.Format(time.TimeOnly),
-		after.watchesEnded-before.watchesEnded, after.lists-before.lists, before.openWatches, after.openWatches,
-		relists, watchErrors, fb, fa, gap.Seconds(), togglePeriod)
+		delta(before.watchesEnded, after.watchesEnded), delta(before.lists, after.lists),
+		sum(before.openWatches), sum(after.openWatches), delta(before.openWatches, after.openWatches),
+		relists, allRelists, watchErrors, fb, fa, gap.Seconds(), togglePeriod)
 }
 
 // startToggler creates the toggler pod and follows its readiness until ctx ends (wg counts the

@@ -299,10 +299,25 @@ func kubeadmJoinNode(t *testing.T, env kubeadmEnv, cp *kubeadmNode, kubectl func
 	if !strings.Contains(out, "This node has joined the cluster") {
 		t.Errorf("kubeadm join did not say the node joined:\n%s", out)
 	}
-	kubeadmNodeReady(t, kubectl, name)
+	// Why the node was not Ready while it waited, in the agent's own words (its Ready condition).
+	var notReady []string
+	poll.Until(t, 4*time.Minute, time.Second, "node "+name+" Ready", func() (bool, string) {
+		out, err := kubectl("get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}`)
+		status, msg, _ := strings.Cut(strings.TrimSpace(out), " ")
+		if err == nil && status != "True" && msg != "" && !slices.Contains(notReady, msg) {
+			notReady = append(notReady, msg)
+		}
+		return err == nil && status == "True", out
+	})
 	now := time.Now()
 	t.Logf("MEASURE kubeadm join start -> node Ready (%s): %.1f s", wk.agentName, now.Sub(start).Seconds())
 	t.Logf("MEASURE kubeadm join: agent start -> node Ready (%s): %.1f s", wk.agentName, now.Sub(w.agentStarted).Seconds())
+	if created, err := kubectl("get", "node", name, "-o", "jsonpath={.metadata.creationTimestamp}"); err == nil {
+		if ts, err := time.Parse(time.RFC3339, strings.TrimSpace(created)); err == nil {
+			t.Logf("MEASURE kubeadm join: agent start -> Node registered (%s, 1 s resolution): %.0f s", wk.agentName, ts.Sub(w.agentStarted.Truncate(time.Second)).Seconds())
+		}
+	}
+	t.Logf("node %s's Ready condition while not Ready (%s): %q", name, wk.agentName, notReady)
 
 	// Bootstrapped with the token: the client certificate came from a CSR.
 	kubeadmCheckClientCert(t, w, name, cp.host.Path("/etc/kubernetes/pki/ca.crt"))
