@@ -147,6 +147,19 @@ func (r *readyFlips) around(at time.Time, span time.Duration) (before, after int
 	return before, after, gap
 }
 
+// offsets lists the flips within span of at, as seconds from at.
+func (r *readyFlips) offsets(at time.Time, span time.Duration) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, f := range r.times {
+		if d := f.Sub(at); d >= -span && d <= span {
+			out = append(out, fmt.Sprintf("%+.1f", d.Seconds()))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
 // since counts the flips after at.
 func (r *readyFlips) since(at time.Time) int {
 	r.mu.Lock()
@@ -294,10 +307,10 @@ func rotationTraffic(ctx context.Context, t *testing.T, admin kubernetes.Interfa
 	fb, fa, gap := flips.around(at, 30*time.Second)
 	t.Logf("MEASURE client certificate rotation %d (%s): API server: watches ended: %s; LISTs: %s; open watches %.0f before -> %.0f after (%s); "+
 		"nodelet's log since: %d relists (%d in its whole log), %d watch errors; toggler's Ready changes in the API: %d in the 30 s before, %d in the 30 s after, "+
-		"largest gap across the rotation %.1f s (flips every %s)", round, at.Format(time.TimeOnly),
+		"largest gap across the rotation %.1f s (flips every %s; at %s s from the rotation)", round, at.Format(time.TimeOnly),
 		delta(before.watchesEnded, after.watchesEnded), delta(before.lists, after.lists),
 		sum(before.openWatches), sum(after.openWatches), delta(before.openWatches, after.openWatches),
-		relists, allRelists, watchErrors, fb, fa, gap.Seconds(), togglePeriod)
+		relists, allRelists, watchErrors, fb, fa, gap.Seconds(), togglePeriod, flips.offsets(at, 30*time.Second))
 }
 
 // startToggler creates the toggler pod and follows its readiness until ctx ends (wg counts the
