@@ -49,7 +49,9 @@ const certLifetime = 2 * time.Minute
 // Lease keeps being renewed past the old certificates' expiry and new pods
 // still start; and the API server, verifying node agents with the cluster
 // CA, reads a container's logs through the node API before and after the
-// serving certificate's rotation.
+// serving certificate's rotation. Per rotation it measures what became of
+// nodelet's watches and checks that a pod's status changes keep reaching the
+// API (rotationTraffic).
 func TestClusterTLSBootstrap(t *testing.T) {
 	cluster := framework.StartCluster(t, framework.NodeName, framework.VerifyKubeletServing)
 	if cluster.BootstrapKubeconfig == "" || cluster.CAKeyFile == "" {
@@ -129,8 +131,16 @@ func TestClusterTLSBootstrap(t *testing.T) {
 	}
 	checkLogs("with the first serving certificate")
 
+	// A pod whose status keeps changing, followed in the API across the rotations
+	// (cluster_certs_watch_test.go).
+	flips := startToggler(ctx, t, cluster, admin, &wg)
+
 	prev := first
 	for round := 1; round <= 2; round++ {
+		traffic, err := readAPITraffic(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var next *x509.Certificate
 		poll.Until(t, certLifetime+30*time.Second, time.Second, fmt.Sprintf("client certificate rotation %d", round), func() (bool, string) {
 			next = readPair(t, current)
@@ -155,6 +165,7 @@ func TestClusterTLSBootstrap(t *testing.T) {
 		if cs := p.Status.ContainerStatuses[0]; cs.ContainerID != steadyID || cs.RestartCount != 0 {
 			t.Errorf("steady pod's container changed: %s (restarts %d), was %s", cs.ContainerID, cs.RestartCount, steadyID)
 		}
+		rotationTraffic(ctx, t, admin, n, flips, round, next, traffic)
 		prev = next
 	}
 

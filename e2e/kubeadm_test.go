@@ -34,24 +34,35 @@ type kubeadmEnv struct {
 	kubeadm string
 	kubectl string
 	nodelet string
+	// upstream is the upstream kubelet for the reference run (NODELET_KUBEADM_UPSTREAM=1), else "".
+	upstream string
 }
 
 func kubeadmSetup(t *testing.T) kubeadmEnv {
 	t.Helper()
 	root := framework.RepoRoot()
 	bin := filepath.Join(root, "_output", "tools", "bin")
+	upstream := os.Getenv(kubeadmUpstreamEnv) == "1"
+	tools := "kubeadm etcd kube-apiserver kube-controller-manager kube-scheduler"
+	if upstream {
+		tools += " kubelet"
+	}
 	t.Logf("building kubeadm and the control plane (hack/build-tools.sh; a cold build takes many minutes)")
 	cmd := exec.Command("bash", filepath.Join(root, "hack", "build-tools.sh"))
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "TOOLS=kubeadm etcd kube-apiserver kube-controller-manager kube-scheduler")
+	cmd.Env = append(os.Environ(), "TOOLS="+tools)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		framework.RequireRealParts(t, "kubeadm and the control plane", fmt.Errorf("hack/build-tools.sh: %w\n%s", err, out))
 	}
-	return kubeadmEnv{
+	env := kubeadmEnv{
 		kubeadm: filepath.Join(bin, "kubeadm"),
 		kubectl: framework.KubectlBinary(t),
 		nodelet: framework.NodeletBinary(t),
 	}
+	if upstream {
+		env.upstream = framework.UpstreamKubeletBinary(t)
+	}
+	return env
 }
 
 // kubeadmImages builds (cached) and imports kubeadm's control-plane images into rt.
@@ -65,17 +76,21 @@ func kubeadmImages(t *testing.T, rt *framework.Runtime) {
 	}
 }
 
-// kubeadmNode is one node of the test: its namespaces, runtime and nodelet.
+// kubeadmNode is one node of the test: its namespaces, runtime and node agent (nodelet, or the
+// upstream kubelet in the reference run).
 type kubeadmNode struct {
 	name    string
 	host    *framework.Host
 	rt      *framework.Runtime
 	kubelet *framework.Kubelet
+	// agentStarted is when kubeadmRun last started the agent.
+	agentStarted time.Time
 }
 
-// newKubeadmNode prepares a node in its own mount and network namespaces; link connects its
-// network before the runtime starts. Only a control-plane node gets the control-plane images.
-func newKubeadmNode(t *testing.T, env kubeadmEnv, name string, controlPlane bool, link func(*framework.Host)) *kubeadmNode {
+// newKubeadmNode prepares a node in its own mount and network namespaces with agent (a binary,
+// named agentName in logs) as its kubelet; link connects its network before the runtime starts.
+// Only a control-plane node gets the control-plane images.
+func newKubeadmNode(t *testing.T, name, agent, agentName string, controlPlane bool, link func(*framework.Host)) *kubeadmNode {
 	t.Helper()
 	h := framework.StartHost(t, name, true)
 	link(h)
@@ -83,12 +98,12 @@ func newKubeadmNode(t *testing.T, env kubeadmEnv, name string, controlPlane bool
 	if controlPlane {
 		kubeadmImages(t, rt)
 	}
-	return &kubeadmNode{name: name, host: h, rt: rt, kubelet: h.NewKubelet(env.nodelet)}
+	return &kubeadmNode{name: name, host: h, rt: rt, kubelet: h.NewAgent(agent, agentName)}
 }
 
 // kubeadmRun runs kubeadm args on n the way an operator on a systemd host would: once kubeadm has
 // written the kubelet's files and says it starts the kubelet (`systemctl restart kubelet`, which
-// fails without systemd), nodelet is started with the drop-in's flags. It fails the test unless
+// fails without systemd), n's agent is started with the drop-in's flags. It fails the test unless
 // kubeadm succeeds, and returns kubeadm's output.
 func kubeadmRun(t *testing.T, env kubeadmEnv, n *kubeadmNode, timeout time.Duration, args ...string) string {
 	t.Helper()
@@ -100,7 +115,7 @@ func kubeadmRun(t *testing.T, env kubeadmEnv, n *kubeadmNode, timeout time.Durat
 	defer logf.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	ka, err := n.host.StartKubeadm(ctx, env.kubeadm, env.nodelet, logf, args...)
+	ka, err := n.host.StartKubeadm(ctx, env.kubeadm, n.kubelet.Bin, logf, args...)
 	if err != nil {
 		t.Fatalf("kubeadm %s: %v", args[0], err)
 	}
@@ -108,12 +123,13 @@ func kubeadmRun(t *testing.T, env kubeadmEnv, n *kubeadmNode, timeout time.Durat
 		_ = ka.Wait()
 		t.Fatalf("kubeadm %s: %v\n%s", args[0], err, ka.Output())
 	}
+	n.agentStarted = time.Now()
 	n.kubelet.Start()
 	if err := ka.Wait(); err != nil {
 		t.Fatalf("kubeadm %s failed: %v\n%s", args[0], err, ka.Output())
 	}
 	if n.kubelet.Exited() {
-		t.Fatalf("nodelet exited during kubeadm %s", args[0])
+		t.Fatalf("%s exited during kubeadm %s", n.kubelet.Name, args[0])
 	}
 	return ka.Output()
 }
@@ -136,20 +152,12 @@ func TestKubeadm(t *testing.T) {
 	env := kubeadmSetup(t)
 	// A /30 per link and test process, so parallel runs on one machine do not collide.
 	third := os.Getpid()%100*2 + 20
-	cp := newKubeadmNode(t, env, "cp", true, func(h *framework.Host) {
+	cp := newKubeadmNode(t, "cp", env.nodelet, "nodelet", true, func(h *framework.Host) {
 		h.Link(nil, fmt.Sprintf("nlkadm%d", third), fmt.Sprintf("10.111.%d.1", third), fmt.Sprintf("10.111.%d.2", third))
 	})
 
 	initStart := time.Now()
-	out := kubeadmRun(t, env, cp, 10*time.Minute, "init",
-		"--kubernetes-version", kubeadmVersion,
-		"--cri-socket", cp.rt.Endpoint,
-		"--node-name", kubeadmCPName,
-		"--skip-phases", kubeadmSkipPhases,
-		// This VM is cgroup v1 (SystemVerification), has no conntrack/socat/crictl and no systemd;
-		// the same flag is needed with the upstream kubelet here (NOTES.md).
-		"--ignore-preflight-errors", "all",
-		"--v", "1")
+	out := kubeadmRun(t, env, cp, 10*time.Minute, kubeadmInitArgs(t, env, cp)...)
 	t.Logf("MEASURE kubeadm init (nodelet as the kubelet): %.1f s", time.Since(initStart).Seconds())
 	for _, want := range []string{
 		"[kubelet-check] The kubelet is healthy",
@@ -205,7 +213,29 @@ func TestKubeadm(t *testing.T) {
 		worker := kubeadmJoin(t, env, cp, kubectl, third+1)
 		t.Run("reset", func(t *testing.T) { kubeadmReset(t, env, worker) })
 	})
+	// The reference: the upstream kubelet joins the same cluster the same way.
+	t.Run("join-upstream", func(t *testing.T) { kubeadmJoinUpstream(t, env, cp, kubectl, third+1) })
 	t.Run("reset", func(t *testing.T) { kubeadmReset(t, env, cp) })
+}
+
+// kubeadmInitArgs is the `kubeadm init` command line. In the upstream reference run the cluster
+// is made from a kubeadm config file instead of flags: it carries the KubeletConfiguration
+// document the upstream kubelet needs on this host (kubeadmUpstreamConfig), as an operator's
+// would; the flags' settings are the file's nodeRegistration and skipPhases.
+func kubeadmInitArgs(t *testing.T, env kubeadmEnv, cp *kubeadmNode) []string {
+	t.Helper()
+	if env.upstream != "" {
+		return []string{"init", "--config", kubeadmUpstreamConfig(t, cp), "--v", "1"}
+	}
+	return []string{"init",
+		"--kubernetes-version", kubeadmVersion,
+		"--cri-socket", cp.rt.Endpoint,
+		"--node-name", kubeadmCPName,
+		"--skip-phases", kubeadmSkipPhases,
+		// This VM is cgroup v1 (SystemVerification), has no conntrack/socat/crictl and no systemd;
+		// the same flag is needed with the upstream kubelet here (NOTES.md).
+		"--ignore-preflight-errors", "all",
+		"--v", "1"}
 }
 
 // kubeadmReset runs `kubeadm reset -f` as on a systemd host: the kubelet is stopped first (reset's
@@ -234,15 +264,25 @@ func kubeadmReset(t *testing.T, env kubeadmEnv, n *kubeadmNode) {
 	}
 }
 
-// kubeadmJoin joins a second nodelet node to cp's cluster with a bootstrap token: its own
-// namespaces (network too, linked to the machine by a veth pair), containerd and root dir. It goes
-// Ready; a Deployment with one pod per node runs on both; kubectl logs and exec work on both.
-func kubeadmJoin(t *testing.T, env kubeadmEnv, cp *kubeadmNode, kubectl func(...string) (string, error), third int) *kubeadmNode {
-	const name = "kadm-w1"
-	cpIP, nodeIP := fmt.Sprintf("10.111.%d.1", third), fmt.Sprintf("10.111.%d.2", third)
-	w := newKubeadmNode(t, env, "w1", false, func(h *framework.Host) {
-		h.Link(cp.host, "eth1", cpIP, nodeIP)
+// kubeadmWorker is how a worker joins: its node name, host name, the link to the control-plane
+// node (its name there and the /30's two addresses) and its agent.
+type kubeadmWorker struct {
+	node, host         string
+	link, cpIP, nodeIP string
+	agent, agentName   string
+}
+
+// kubeadmJoinNode joins a worker to cp's cluster with a bootstrap token from `kubeadm token create
+// --print-join-command`: its own namespaces (network too, linked to cp's by a veth pair),
+// containerd and root dir. It must go Ready, with its veth address as InternalIP and a client
+// certificate bootstrapped from the token. It logs the time from kubeadm join's start, and from
+// the agent's start, to the node Ready in the API.
+func kubeadmJoinNode(t *testing.T, env kubeadmEnv, cp *kubeadmNode, kubectl func(...string) (string, error), wk kubeadmWorker) *kubeadmNode {
+	t.Helper()
+	w := newKubeadmNode(t, wk.host, wk.agent, wk.agentName, false, func(h *framework.Host) {
+		h.Link(cp.host, wk.link, wk.cpIP, wk.nodeIP)
 	})
+	name := wk.node
 
 	join, err := cp.host.Run(time.Minute, env.kubeadm, "token", "create", "--print-join-command")
 	if err != nil {
@@ -259,14 +299,43 @@ func kubeadmJoin(t *testing.T, env kubeadmEnv, cp *kubeadmNode, kubectl func(...
 	if !strings.Contains(out, "This node has joined the cluster") {
 		t.Errorf("kubeadm join did not say the node joined:\n%s", out)
 	}
-	kubeadmNodeReady(t, kubectl, name)
-	t.Logf("MEASURE kubeadm join start -> node Ready (nodelet): %.1f s", time.Since(start).Seconds())
+	// Why the node was not Ready while it waited, in the agent's own words (its Ready condition).
+	var notReady []string
+	poll.Until(t, 4*time.Minute, time.Second, "node "+name+" Ready", func() (bool, string) {
+		out, err := kubectl("get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].message}`)
+		status, msg, _ := strings.Cut(strings.TrimSpace(out), " ")
+		if err == nil && status != "True" && msg != "" && !slices.Contains(notReady, msg) {
+			notReady = append(notReady, msg)
+		}
+		return err == nil && status == "True", out
+	})
+	now := time.Now()
+	t.Logf("MEASURE kubeadm join start -> node Ready (%s): %.1f s", wk.agentName, now.Sub(start).Seconds())
+	t.Logf("MEASURE kubeadm join: agent start -> node Ready (%s): %.1f s", wk.agentName, now.Sub(w.agentStarted).Seconds())
+	if created, err := kubectl("get", "node", name, "-o", "jsonpath={.metadata.creationTimestamp}"); err == nil {
+		if ts, err := time.Parse(time.RFC3339, strings.TrimSpace(created)); err == nil {
+			t.Logf("MEASURE kubeadm join: agent start -> Node registered (%s, 1 s resolution): %.0f s", wk.agentName, ts.Sub(w.agentStarted.Truncate(time.Second)).Seconds())
+		}
+	}
+	t.Logf("node %s's Ready condition while not Ready (%s): %q", name, wk.agentName, notReady)
 
 	// Bootstrapped with the token: the client certificate came from a CSR.
 	kubeadmCheckClientCert(t, w, name, cp.host.Path("/etc/kubernetes/pki/ca.crt"))
-	if ip, _ := kubectl("get", "node", name, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`); ip != nodeIP {
-		t.Errorf("joined node's InternalIP = %q, want %s", ip, nodeIP)
+	if ip, _ := kubectl("get", "node", name, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`); ip != wk.nodeIP {
+		t.Errorf("joined node's InternalIP = %q, want %s", ip, wk.nodeIP)
 	}
+	return w
+}
+
+// kubeadmJoin joins a second nodelet node to cp's cluster (kubeadmJoinNode). A Deployment with one
+// pod per node runs on both; kubectl logs and exec work on both.
+func kubeadmJoin(t *testing.T, env kubeadmEnv, cp *kubeadmNode, kubectl func(...string) (string, error), third int) *kubeadmNode {
+	const name = "kadm-w1"
+	w := kubeadmJoinNode(t, env, cp, kubectl, kubeadmWorker{
+		node: name, host: "w1",
+		link: "eth1", cpIP: fmt.Sprintf("10.111.%d.1", third), nodeIP: fmt.Sprintf("10.111.%d.2", third),
+		agent: env.nodelet, agentName: "nodelet",
+	})
 
 	manifest := `apiVersion: apps/v1
 kind: Deployment

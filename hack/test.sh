@@ -90,7 +90,8 @@ case "$what" in
   faults) only_e2e faults '^TestFault' ;;
   soak) only_e2e soak '^TestSoak' ;;
   # TestKubeadm alone (the e2e stage runs it too).
-  kubeadm) only_e2e kubeadm '^TestKubeadm' "$KUBEADM_TOOLS" ;;
+  # NODELET_KUBEADM_UPSTREAM=1 adds the reference run: a worker with the upstream kubelet joins too.
+  kubeadm) only_e2e kubeadm '^TestKubeadm' "$KUBEADM_TOOLS${NODELET_KUBEADM_UPSTREAM:+ kubelet}" ;;
   e2e) e2e ;;
   conformance) conformance ;;
   all) unit; fuzz; e2e; conformance ;;

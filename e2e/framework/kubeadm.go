@@ -190,7 +190,8 @@ func (h *Host) StartRuntime() *Runtime {
 	return rt
 }
 
-// Kubelet is nodelet run as kubeadm's systemd drop-in (10-kubeadm.conf) runs a kubelet:
+// Kubelet is the node agent (nodelet, or the upstream kubelet for a reference run) run as kubeadm's
+// systemd drop-in (10-kubeadm.conf) runs a kubelet:
 //
 //	kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
 //
@@ -200,6 +201,7 @@ func (h *Host) StartRuntime() *Runtime {
 type Kubelet struct {
 	h       *Host
 	Bin     string
+	Name    string // "nodelet" or "kubelet"
 	LogFile string
 	Args    []string
 	// cgroupRoot is the node's private --cgroup-root (NewCgroupRoot).
@@ -211,18 +213,26 @@ type Kubelet struct {
 	out  *os.File
 }
 
-// NewKubelet prepares the drop-in's command line; Start reads kubeadm-flags.env.
-func (h *Host) NewKubelet(bin string) *Kubelet {
-	k := &Kubelet{h: h, Bin: bin, LogFile: filepath.Join(h.Dir, "nodelet.log")}
-	// Before the cleanup below, so that it runs after nodelet stopped.
-	k.cgroupRoot = NewCgroupRoot(h.t)
+// NewKubelet prepares nodelet with the drop-in's command line; Start reads kubeadm-flags.env.
+func (h *Host) NewKubelet(bin string) *Kubelet { return h.NewAgent(bin, "nodelet") }
+
+// NewAgent prepares bin (nodelet or a kubelet) with the drop-in's command line; name names its log
+// (<name>.log in Dir) and its messages. Only nodelet gets a private --cgroup-root (see Start): the
+// upstream kubelet of the reference run has no QoS cgroups (its KubeletConfiguration says so) and
+// leaves its pods' cgroups to the runtime.
+func (h *Host) NewAgent(bin, name string) *Kubelet {
+	k := &Kubelet{h: h, Bin: bin, Name: name, LogFile: filepath.Join(h.Dir, name+".log")}
+	if name == "nodelet" {
+		// Before the cleanup below, so that it runs after nodelet stopped.
+		k.cgroupRoot = NewCgroupRoot(h.t)
+	}
 	h.t.Cleanup(func() {
 		k.Stop()
 		if races := RaceReports(k.Log()); len(races) > 0 {
-			h.t.Errorf("nodelet reported %d data race(s); the first:\n%s", len(races), races[0])
+			h.t.Errorf("%s reported %d data race(s); the first:\n%s", name, len(races), races[0])
 		}
 		if h.t.Failed() {
-			h.t.Logf("nodelet log (last 80 lines):\n%s", runtimeTail(k.LogFile, 80))
+			h.t.Logf("%s log (last 80 lines):\n%s", name, runtimeTail(k.LogFile, 80))
 		}
 	})
 	return k
@@ -245,7 +255,7 @@ func KubeadmFlags(env string) ([]string, error) {
 	return nil, errors.New("no KUBELET_KUBEADM_ARGS line")
 }
 
-// Start starts nodelet with the drop-in's flags, as `systemctl restart kubelet` would.
+// Start starts the agent with the drop-in's flags, as `systemctl restart kubelet` would.
 func (k *Kubelet) Start() {
 	t := k.h.t
 	t.Helper()
@@ -266,7 +276,9 @@ func (k *Kubelet) Start() {
 	// kubeadm writes cgroupDriver: systemd, which this host (no systemd)
 	// cannot do, and the nodes of one test share the host's cgroups, so
 	// each gets its own root.
-	k.Args = append(k.Args, "--cgroup-driver=cgroupfs", "--cgroup-root="+k.cgroupRoot)
+	if k.cgroupRoot != "" {
+		k.Args = append(k.Args, "--cgroup-driver=cgroupfs", "--cgroup-root="+k.cgroupRoot)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out, err := os.OpenFile(k.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -278,13 +290,13 @@ func (k *Kubelet) Start() {
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		out.Close()
-		t.Fatalf("start nodelet: %v", err)
+		t.Fatalf("start %s: %v", k.Name, err)
 	}
 	k.cmd, k.out, k.done = cmd, out, make(chan struct{})
 	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(k.done)
 }
 
-// Exited reports whether the started nodelet has exited.
+// Exited reports whether the started agent has exited.
 func (k *Kubelet) Exited() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -306,7 +318,7 @@ func (k *Kubelet) Stop() {
 	if k.cmd == nil {
 		return
 	}
-	// nsenter forwards the signal to nodelet and exits with it.
+	// nsenter forwards the signal to the agent and exits with it.
 	_ = k.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-k.done:
@@ -318,7 +330,7 @@ func (k *Kubelet) Stop() {
 	k.cmd = nil
 }
 
-// Log is what nodelet wrote so far.
+// Log is what the agent wrote so far.
 func (k *Kubelet) Log() string {
 	b, _ := os.ReadFile(k.LogFile)
 	return string(b)

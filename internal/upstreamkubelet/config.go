@@ -76,3 +76,24 @@ func (c Config) YAML() ([]byte, error) {
 	}
 	return out, nil
 }
+
+// KubeadmDocument is the KubeletConfiguration document an operator adds to
+// kubeadm's config file (`kubeadm init --config`) so that the upstream kubelet
+// runs on these hosts: kubeadm stores it in the cluster's kubelet-config
+// ConfigMap and writes it into every node's /var/lib/kubelet/config.yaml,
+// joined nodes included (`kubeadm join` takes the kubelet's configuration from
+// that ConfigMap, not from its own config file). The host fields are the same
+// as YAML's but for enforceNodeAllocatable, which is [none] here: kubeadm
+// drops an empty list when it rewrites the file, and the kubelet then defaults
+// it to [pods], which it refuses without QoS cgroups.
+func KubeadmDocument() ([]byte, error) {
+	f := hostFields()
+	f["apiVersion"] = "kubelet.config.k8s.io/v1beta1"
+	f["kind"] = "KubeletConfiguration"
+	f["enforceNodeAllocatable"] = []string{"none"}
+	out, err := yaml.Marshal(f)
+	if err != nil {
+		return nil, fmt.Errorf("upstream kubelet config for kubeadm: %w", err)
+	}
+	return out, nil
+}

@@ -35,3 +35,26 @@ func TestYAML(t *testing.T) {
 		t.Error("a config without static pod path and endpoint must be refused")
 	}
 }
+
+func TestKubeadmDocument(t *testing.T) {
+	out, err := KubeadmDocument()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg kubeletconfig.KubeletConfiguration
+	if err := yaml.UnmarshalStrict(out, &cfg); err != nil {
+		t.Fatalf("not a KubeletConfiguration: %v\n%s", err, out)
+	}
+	if cfg.Kind != "KubeletConfiguration" || cfg.APIVersion != "kubelet.config.k8s.io/v1beta1" {
+		t.Errorf("type meta wrong:\n%s", out)
+	}
+	// kubeadm keeps [none] where it would drop [].
+	if len(cfg.EnforceNodeAllocatable) != 1 || cfg.EnforceNodeAllocatable[0] != "none" ||
+		*cfg.CgroupsPerQOS || *cfg.FailCgroupV1 || *cfg.FailSwapOn || cfg.CgroupDriver != "cgroupfs" {
+		t.Errorf("host fields wrong:\n%s", out)
+	}
+	// Node-specific fields stay out of a cluster-wide document.
+	if cfg.StaticPodPath != "" || cfg.ContainerRuntimeEndpoint != "" {
+		t.Errorf("node-specific fields in the cluster-wide document:\n%s", out)
+	}
+}
