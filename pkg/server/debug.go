@@ -110,11 +110,11 @@ func checkpointHandler(d APIDeps) http.Handler {
 			}
 			timeout = time.Duration(secs) * time.Second
 		}
-		c, err := d.runningContainer(r.Context(), r)
+		p, err := d.podFromPath(r)
 		if err != nil {
 			return err
 		}
-		p, err := d.podFromPath(r)
+		c, err := d.runningContainerOf(r.Context(), p, r.PathValue("container"))
 		if err != nil {
 			return err
 		}

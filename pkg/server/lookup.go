@@ -135,7 +135,11 @@ func (d APIDeps) runningContainer(ctx context.Context, r *http.Request) (*runtim
 	if err != nil {
 		return nil, err
 	}
-	name := r.PathValue("container")
+	return d.runningContainerOf(ctx, p, r.PathValue("container"))
+}
+
+// runningContainerOf is runningContainer for a pod already looked up.
+func (d APIDeps) runningContainerOf(ctx context.Context, p *v1.Pod, name string) (*runtime.ContainerStatus, error) {
 	c, err := d.findContainer(ctx, p, name, false)
 	if err != nil {
 		return nil, err

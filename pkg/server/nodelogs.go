@@ -192,7 +192,7 @@ func nodeLogsHandler(cfg *NodeLogs) http.Handler {
 
 func serveNodeLogQuery(w http.ResponseWriter, r *http.Request, cfg *NodeLogs, root *os.Root) error {
 	n, err := parseNodeLogQuery(r.URL.Query(), func(name string) error {
-		fi, err := root.Stat(strings.TrimPrefix(path.Clean("/"+name), "/"))
+		fi, err := root.Stat(inLogDir(name))
 		if err != nil {
 			return err
 		}
@@ -251,7 +251,7 @@ func copyServiceLogFile(ctx context.Context, w io.Writer, root *os.Root, service
 
 // copyLogFile copies a regular file of the log directory to w.
 func copyLogFile(ctx context.Context, w io.Writer, root *os.Root, name string) error {
-	name = strings.TrimPrefix(path.Clean("/"+name), "/")
+	name = inLogDir(name)
 	f, err := root.Open(name)
 	if err != nil {
 		return err
@@ -266,6 +266,12 @@ func copyLogFile(ctx context.Context, w io.Writer, root *os.Root, name string) e
 	}
 	_, err = io.Copy(w, bufio.NewReader(ctxReader{ctx, f}))
 	return err
+}
+
+// inLogDir is name as a path relative to the log directory: cleaned, any
+// leading "/" or ".." dropped (the os.Root refuses what still leads out).
+func inLogDir(name string) string {
+	return strings.TrimPrefix(path.Clean("/"+name), "/")
 }
 
 // ctxReader stops a copy when its context ends.
