@@ -5,7 +5,9 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,6 +120,41 @@ func TestCadvisorMetrics(t *testing.T) {
 		}
 		if got, want := value(series(t, fams, "machine_memory_bytes", nil)), float64(meminfo(t, "MemTotal")*1024); got != want {
 			t.Errorf("machine_memory_bytes %v, MemTotal %v", got, want)
+		}
+	})
+
+	// Upstream's read-only port serves the metrics and stats endpoints too,
+	// unauthenticated (Prometheus setups scrape 10255), but nothing that
+	// acts on a pod.
+	t.Run("read-only port", func(t *testing.T) {
+		base := fmt.Sprintf("http://127.0.0.1:%d", n.ReadOnlyPort)
+		get := func(path string) (int, string) {
+			resp, err := http.Get(base + path)
+			if err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
+		}
+		code, body := get("/metrics/cadvisor")
+		if code != http.StatusOK {
+			t.Fatalf("read-only /metrics/cadvisor: %d %s", code, body)
+		}
+		fams, err := parseExposition(body)
+		if err != nil {
+			t.Fatalf("read-only /metrics/cadvisor does not parse: %v", err)
+		}
+		series(t, fams, "container_memory_working_set_bytes", ctrLabels("busy"))
+		for _, path := range []string{"/metrics", "/metrics/resource", "/stats/summary"} {
+			if code, body := get(path); code != http.StatusOK {
+				t.Errorf("read-only %s: %d %s", path, code, body)
+			}
+		}
+		for _, path := range []string{"/containerLogs/default/" + cadvisorPod + "/busy", "/configz", "/runningpods/"} {
+			if code, _ := get(path); code != http.StatusNotFound {
+				t.Errorf("read-only %s: %d, want 404", path, code)
+			}
 		}
 	})
 

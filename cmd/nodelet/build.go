@@ -266,9 +266,6 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		server.InstallReadyz(mux, readyChecks...)
 		d.servers = append(d.servers, server.NewServer("healthz", addr, mux))
 	}
-	if addr := opts.ReadOnlyAddr(); addr != "" {
-		d.servers = append(d.servers, server.NewReadOnlyServer(addr, server.ReadOnlyDeps{Pods: ag.Pods, PodsVersion: ag.PodsVersion, HealthChecks: healthChecks}))
-	}
 	var apiClient kube.Interface
 	var serving *certs.Serving
 	if cl != nil {
@@ -282,7 +279,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 			add(component{"serving certificate", serving.Run})
 		}
 	}
-	apiServer, rotateLogs, err := nodeAPI(opts, apiServerDeps{
+	apiServer, rotateLogs, endpoints, err := nodeAPI(opts, apiServerDeps{
 		nodeName: nodeName, hostIP: hostIP, runtime: client, pods: pods, podList: ag.Pods, podsVersion: ag.PodsVersion,
 		health: healthChecks, gatherer: registry, client: apiClient, serving: serving,
 	})
@@ -290,6 +287,9 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		return nil, err
 	}
 	add(component{"log rotation", rotateLogs})
+	if addr := opts.ReadOnlyAddr(); addr != "" {
+		d.servers = append(d.servers, server.NewReadOnlyServer(addr, endpoints))
+	}
 	if apiServer != nil {
 		d.servers = append(d.servers, apiServer)
 	}

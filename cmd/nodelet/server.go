@@ -73,7 +73,7 @@ func registerMetrics(reg prometheus.Registerer, rt runtimeLister, nodeName strin
 // authentication or authorization but there is no API server to ask
 // (standalone with a config file, whose defaults turn both on): upstream
 // refuses to start then; nodelet runs its pods without the node API.
-func newAPIServer(opts *options.Options, d apiServerDeps) (*server.Server, error) {
+func newAPIServer(opts *options.Options, d apiServerDeps, deps server.APIDeps) (*server.Server, error) {
 	addr := opts.ServerAddr()
 	if addr == "" {
 		return nil, fmt.Errorf("%w: --enable-server=false", errNoNodeAPI)
@@ -90,10 +90,6 @@ func newAPIServer(opts *options.Options, d apiServerDeps) (*server.Server, error
 	} else if opts.TLSCertFile != "" {
 		// As upstream: serverTLSBootstrap takes precedence.
 		klog.InfoS("serverTLSBootstrap is on: --tls-cert-file and --tls-private-key-file are not used", "tlsCertFile", opts.TLSCertFile)
-	}
-	deps, err := apiDeps(opts, d)
-	if err != nil {
-		return nil, err
 	}
 	klog.InfoS("Node API configured", "address", addr, "clientCA", opts.ClientCAFile != "",
 		"tokenWebhook", opts.WebhookAuthentication, "anonymous", opts.AnonymousAuth, "authorization", opts.AuthorizationMode, "tlsMinVersion", opts.TLSMinVersion)
@@ -259,20 +255,24 @@ func newLogRotator(opts *options.Options, rt *cri.Client) (func(context.Context)
 }
 
 // nodeAPI builds the node API server (nil when it is not to be served; the
-// reason is logged) and the container log rotation loop, which runs either
-// way.
-func nodeAPI(opts *options.Options, d apiServerDeps) (*server.Server, func(context.Context) error, error) {
+// reason is logged), the container log rotation loop, which runs either
+// way, and the endpoints' dependencies, which the read-only server shares.
+func nodeAPI(opts *options.Options, d apiServerDeps) (*server.Server, func(context.Context) error, server.APIDeps, error) {
 	rotate, err := newLogRotator(opts, d.runtime)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, server.APIDeps{}, err
 	}
-	s, err := newAPIServer(opts, d)
+	deps, err := apiDeps(opts, d)
+	if err != nil {
+		return nil, nil, server.APIDeps{}, err
+	}
+	s, err := newAPIServer(opts, d, deps)
 	if errors.Is(err, errNoNodeAPI) {
 		klog.InfoS("Not serving the node API", "reason", err)
-		return nil, rotate, nil
+		return nil, rotate, deps, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, server.APIDeps{}, err
 	}
-	return s, rotate, nil
+	return s, rotate, deps, nil
 }

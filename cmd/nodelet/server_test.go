@@ -134,7 +134,7 @@ func TestNodeAuthStandalone(t *testing.T) {
 	if _, _, err := nodeAuth(opts, "node-a", nil); err == nil || errors.Is(err, errNoNodeAPI) {
 		t.Errorf("missing client CA file: %v, want a start-up error", err)
 	}
-	_, err = newAPIServer(loadOptions(t, "enableServer: false\n"), apiServerDeps{})
+	_, err = newAPIServer(loadOptions(t, "enableServer: false\n"), apiServerDeps{}, server.APIDeps{})
 	if !errors.Is(err, errNoNodeAPI) {
 		t.Errorf("enableServer false: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -332,4 +333,28 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "  " + strings.Join(lines, "\n  ")
+}
+
+// scrape GETs path from the read-only server as Prometheus does (text format, gzip offered) and
+// returns the size of the body as sent.
+func (a *agent) scrape(ctx context.Context, path string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.readOnly+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return int(n), nil
 }

@@ -60,6 +60,9 @@ type config struct {
 	// manyPods: the standalone legs top the node up to this many pods for a second idle window
 	// (0, or not more than pods+burst: no second window).
 	manyPods int
+	// scrapeEvery: after the manyPods idle window, another as long with the agent's metrics
+	// scraped this often (0: none).
+	scrapeEvery time.Duration
 	// out: directory of the results file, rewritten after every leg ("": none).
 	out string
 	// buildTools builds the upstream kubelet when a leg needs it ("": never).
@@ -86,6 +89,7 @@ func main() {
 	flag.IntVar(&cfg.deletes, "deletes", 3, "cluster mode: pods deleted through the API (median reported)")
 	flag.IntVar(&cfg.runs, "runs", 1, "runs of every leg; the tables give the median and the spread (min-max)")
 	flag.IntVar(&cfg.manyPods, "many-pods", 110, "standalone mode: pods on the node for the second idle window (0: none)")
+	flag.DurationVar(&cfg.scrapeEvery, "scrape-every", 10*time.Second, "standalone mode: after the second idle window, another with /metrics and /metrics/cadvisor scraped this often (0: none)")
 	flag.StringVar(&cfg.out, "out", "_output/bench", "directory for the results file, rewritten after every leg (\"\" = none)")
 	flag.StringVar(&cfg.buildTools, "build-tools", "", "hack/build-tools.sh, run to build the upstream kubelet when a leg needs it (\"\" = never)")
 	flag.IntVar(&cfg.pods, "pods", 20, "sequential pods (latency percentiles)")

@@ -26,6 +26,11 @@ type result struct {
 	runtimeRSSKiB  int64
 	// many: the idle window with cfg.manyPods pods (zero when that window did not run).
 	many idleFigures
+	// scraped: a window as long, right after it, with a Prometheus-style scrape of /metrics
+	// and /metrics/cadvisor every cfg.scrapeEvery (zero when it did not run).
+	scraped idleFigures
+	// scrapes counts the scrapes made in that window; scrapeBytes their bodies' total size.
+	scrapes, scrapeBytes int
 }
 
 // idleFigures is an idle window: CPU seconds over it, memory at its end.
@@ -128,6 +133,12 @@ func runLeg(ctx context.Context, cfg config, cri *criClient, subject string) *re
 			r.err = fmt.Errorf("idle with %d pods: %w", cfg.manyPods, err)
 			return r
 		}
+		if a, ok := l.(*agentLeg); ok && cfg.scrapeEvery > 0 {
+			if r.scraped, r.scrapes, r.scrapeBytes, err = scrapeWindow(ctx, cfg, a.a, cfg.manyPods); err != nil {
+				r.err = fmt.Errorf("scrapes with %d pods: %w", cfg.manyPods, err)
+				return r
+			}
+		}
 	}
 	if a, ok := l.(*agentLeg); ok && !a.a.alive() {
 		r.err = fmt.Errorf("%s exited during the idle window; see %s", subject, a.a.logFile)
@@ -158,6 +169,39 @@ func idleWindow(ctx context.Context, cfg config, l leg, subject string, pods int
 		f.runtimeCPU = cpuOf(cfg.runtimePID) - rcpu0
 	}
 	return f, nil
+}
+
+// scrapePaths are what a Prometheus set up as the kubernetes-mixin expects scrapes from a
+// kubelet; both agents serve them on the read-only port.
+var scrapePaths = []string{"/metrics", "/metrics/cadvisor"}
+
+// scrapeWindow measures the agent's and the runtime's CPU over cfg.idle while it is scraped
+// every cfg.scrapeEvery, as a Prometheus server would, and its memory at the end.
+func scrapeWindow(ctx context.Context, cfg config, a *agent, pods int) (f idleFigures, scrapes, bytes int, err error) {
+	logf("%s: idle %s with %d pods, scraped every %s", a.name, cfg.idle, pods, cfg.scrapeEvery)
+	pid := a.pid()
+	cpu0, rcpu0 := cpuOf(pid), cpuOf(cfg.runtimePID)
+	end := time.Now().Add(cfg.idle)
+	for time.Now().Before(end) {
+		for _, p := range scrapePaths {
+			n, err := a.scrape(ctx, p)
+			if err != nil {
+				return f, scrapes, bytes, err
+			}
+			scrapes, bytes = scrapes+1, bytes+n
+		}
+		if err := sleep(ctx, min(cfg.scrapeEvery, time.Until(end))); err != nil {
+			return f, scrapes, bytes, err
+		}
+	}
+	f.cpu = cpuOf(pid) - cpu0
+	if m, err := readProcMem(pid); err == nil {
+		f.rssKiB, f.anonKiB = m.rss, m.anon
+	}
+	if cfg.runtimePID > 0 {
+		f.runtimeCPU = cpuOf(cfg.runtimePID) - rcpu0
+	}
+	return f, scrapes, bytes, nil
 }
 
 func podIDs(format string, n int) []string {
@@ -225,6 +269,21 @@ func standaloneTable(cfg config) table[*result] {
 			row[*result]{name: fmt.Sprintf("containerd CPU, same window (%d pods)", m), absent: noRuntime,
 				value: func(r *result) float64 { return r.many.runtimeCPU }, format: fmtCPU, brief: fmtSec},
 		)
+		if every := cfg.scrapeEvery; every > 0 {
+			rows = append(rows,
+				row[*result]{name: fmt.Sprintf("CPU over %.0f s, /metrics and /metrics/cadvisor scraped every %s (%d pods)", idle, every, m), absent: noRaw,
+					value: func(r *result) float64 { return r.scraped.cpu }, format: fmtCPU, brief: fmtSec},
+				row[*result]{name: "of which the scrapes (that window less the idle one)", absent: noRaw,
+					value: func(r *result) float64 { return r.scraped.cpu - r.many.cpu }, format: fmtSec},
+				row[*result]{name: "bytes per scrape of both", absent: noRaw,
+					value: func(r *result) float64 {
+						if r.scrapes == 0 {
+							return 0
+						}
+						return float64(r.scrapeBytes) / float64(r.scrapes/len(scrapePaths))
+					}, format: func(v float64) string { return fmt.Sprintf("%.0f KiB", v/1024) }},
+			)
+		}
 	}
 	return table[*result]{subjects: []string{"raw", "upstream", "nodelet"}, bases: []string{"raw", "upstream"}, rows: rows}
 }

@@ -24,7 +24,7 @@ type APIDeps struct {
 	// Pods returns the pods bound to this node with their statuses (/pods).
 	Pods func() []*v1.Pod
 	// PodsVersion, optional, changes whenever Pods' answer may have changed
-	// (as ReadOnlyDeps.PodsVersion): /pods reuses its encoded answer until then.
+	// (clients poll it, often every few ms): /pods reuses its encoded answer until then.
 	PodsVersion func() uint64
 	// HealthChecks back /healthz.
 	HealthChecks []HealthCheck
@@ -118,18 +118,7 @@ func APIHandler(auth Auth, deps APIDeps) http.Handler {
 // kubectl build them.
 func APIRoutes(d APIDeps) http.Handler {
 	mux := http.NewServeMux()
-	InstallHealthz(mux, d.HealthChecks...)
-	mux.Handle("GET /pods", CachedPodsHandler(d.Pods, d.PodsVersion))
-	mux.Handle("GET /metrics", orNotImplemented(d.Metrics, "metrics"))
-	mux.Handle("GET /metrics/resource", orNotImplemented(d.ResourceMetrics, "resource metrics"))
-	mux.Handle("GET /metrics/probes", orNotImplemented(d.ProbeMetrics, "probe metrics"))
-	mux.Handle("GET /metrics/cadvisor", orNotImplemented(d.CadvisorMetrics, "cAdvisor metrics"))
-
-	mux.Handle("GET /stats/summary", summaryHandler(d))
-	mux.Handle("POST /stats/summary", summaryHandler(d))
-	mux.Handle("GET /stats/{pod}/{container}", containerStatsHandler(d))
-	mux.Handle("GET /stats/{namespace}/{pod}/{uid}/{container}", containerStatsHandler(d))
-
+	installDefault(mux, d)
 	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", containerLogsHandler(d))
 
 	// Streaming endpoints take GET and POST, as upstream: the API server
@@ -146,6 +135,23 @@ func APIRoutes(d APIDeps) http.Handler {
 	mux.Handle("POST /run/{namespace}/{pod}/{uid}/{container}", runHandler(d))
 	installDebug(mux, d)
 	return mux
+}
+
+// installDefault installs what upstream calls its default handlers, served
+// by the node API and the read-only port alike: health, pods, stats and
+// metrics.
+func installDefault(mux *http.ServeMux, d APIDeps) {
+	InstallHealthz(mux, d.HealthChecks...)
+	mux.Handle("GET /pods", CachedPodsHandler(d.Pods, d.PodsVersion))
+	mux.Handle("GET /metrics", orNotImplemented(d.Metrics, "metrics"))
+	mux.Handle("GET /metrics/resource", orNotImplemented(d.ResourceMetrics, "resource metrics"))
+	mux.Handle("GET /metrics/probes", orNotImplemented(d.ProbeMetrics, "probe metrics"))
+	mux.Handle("GET /metrics/cadvisor", orNotImplemented(d.CadvisorMetrics, "cAdvisor metrics"))
+
+	mux.Handle("GET /stats/summary", summaryHandler(d))
+	mux.Handle("POST /stats/summary", summaryHandler(d))
+	mux.Handle("GET /stats/{pod}/{container}", containerStatsHandler(d))
+	mux.Handle("GET /stats/{namespace}/{pod}/{uid}/{container}", containerStatsHandler(d))
 }
 
 func orNotImplemented(h http.Handler, what string) http.Handler {

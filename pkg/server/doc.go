@@ -1,6 +1,6 @@
 // Package server holds nodelet's HTTP endpoints: the healthz server
 // (--healthz-port, localhost by default), the unauthenticated read-only server
-// (--read-only-port: /pods, /healthz) and the authenticated node API (--port,
+// (--read-only-port: health, pods, stats and metrics) and the authenticated node API (--port,
 // HTTPS): pods, health, metrics, stats, container logs, and exec, attach and
 // port-forward proxied to the runtime's streaming server. docs/API.md
 // describes the node API.

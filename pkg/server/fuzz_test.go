@@ -65,7 +65,7 @@ func FuzzAPIRoutes(f *testing.F) {
 	auth := Auth{NodeName: "node-a", Authenticators: Authenticators{AllowAnonymous: true}, Authorizer: AlwaysAllow}
 	handlers := map[string]http.Handler{
 		"node API":  withLimits(APIHandler(auth, deps)),
-		"read-only": withLimits(ReadOnlyHandler(ReadOnlyDeps{Pods: deps.Pods})),
+		"read-only": withLimits(ReadOnlyHandler(deps)),
 	}
 	f.Fuzz(func(t *testing.T, method uint8, path, query string) {
 		if !strings.HasPrefix(path, "/") {

@@ -11,33 +11,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ReadOnlyDeps are what the read-only server reads from. A nil function makes
-// its endpoint answer 501 Not Implemented.
-type ReadOnlyDeps struct {
-	// Pods returns the pods bound to this node, with their current statuses
-	// merged in. It must be safe for concurrent use; the returned pods are
-	// only read.
-	Pods func() []*v1.Pod
-	// PodsVersion, optional, changes whenever Pods' answer may have changed;
-	// with it /pods encodes the list once per version instead of once per
-	// request (clients poll it, often every few ms).
-	PodsVersion func() uint64
-	// HealthChecks back /healthz, as on the healthz server.
-	HealthChecks []HealthCheck
-}
-
 // NewReadOnlyServer returns the unauthenticated read-only server (upstream's
-// --read-only-port): GET /pods and GET /healthz.
-func NewReadOnlyServer(addr string, deps ReadOnlyDeps) *Server {
+// --read-only-port), serving ReadOnlyRoutes of deps.
+func NewReadOnlyServer(addr string, deps APIDeps) *Server {
 	return NewServer("read-only", addr, ReadOnlyHandler(deps))
 }
 
 // ReadOnlyHandler is the read-only server's handler, counted in
-// kubelet_http_requests_* as server_type "readonly".
-func ReadOnlyHandler(deps ReadOnlyDeps) http.Handler {
+// kubelet_http_requests_* as server_type "readonly". It serves what
+// upstream's read-only port serves, its "default handlers": /healthz,
+// /pods, /stats/ and the four /metrics endpoints, without authentication;
+// nothing that acts on a pod (logs, exec, attach, port-forward, run) and no
+// debugging endpoint (configz, pprof, node logs), whatever deps holds.
+func ReadOnlyHandler(deps APIDeps) http.Handler {
 	mux := http.NewServeMux()
-	InstallHealthz(mux, deps.HealthChecks...)
-	mux.Handle("GET /pods", CachedPodsHandler(deps.Pods, deps.PodsVersion))
+	installDefault(mux, deps)
 	return countKubeletHTTP(mux, serverReadOnly)
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/nodelet/nodelet/pkg/logs"
 )
 
 func testPod(name string, phase v1.PodPhase) *v1.Pod {
@@ -36,7 +41,7 @@ func TestReadOnlyPods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(ReadOnlyHandler(ReadOnlyDeps{Pods: tc.pods}))
+			srv := httptest.NewServer(ReadOnlyHandler(APIDeps{Pods: tc.pods}))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL + "/pods")
 			if err != nil {
@@ -89,7 +94,17 @@ func TestReadOnlyPods(t *testing.T) {
 }
 
 func TestReadOnlyRoutes(t *testing.T) {
-	h := ReadOnlyHandler(ReadOnlyDeps{Pods: func() []*v1.Pod { return nil }})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(200) })
+	// Every dependency set: what the read-only port leaves out, it leaves
+	// out by route, not because something is missing.
+	h := ReadOnlyHandler(APIDeps{
+		Pods:    func() []*v1.Pod { return nil },
+		Metrics: ok, ResourceMetrics: ok, ProbeMetrics: ok, CadvisorMetrics: ok,
+		Exec:      func(context.Context, *runtimeapi.ExecRequest) (string, error) { return "http://127.0.0.1:1", nil },
+		ReadLogs:  func(context.Context, string, string, logs.Options, io.Writer, io.Writer) error { return nil },
+		Configz:   func() *kubeletconfigv1beta1.KubeletConfiguration { return &kubeletconfigv1beta1.KubeletConfiguration{} },
+		Profiling: true,
+	})
 	tests := []struct {
 		method, path string
 		want         int
@@ -99,6 +114,19 @@ func TestReadOnlyRoutes(t *testing.T) {
 		{"GET", "/pods", 200},
 		{"DELETE", "/pods", 405},
 		{"GET", "/spec", 404},
+		// Upstream's default handlers: metrics and stats, unauthenticated.
+		{"GET", "/metrics", 200},
+		{"GET", "/metrics/cadvisor", 200},
+		{"GET", "/metrics/resource", 200},
+		{"GET", "/metrics/probes", 200},
+		{"GET", "/stats/summary", 501}, // no Summary in these deps
+		// Nothing that acts on a pod or debugs the node.
+		{"GET", "/containerLogs/default/web/c", 404},
+		{"POST", "/exec/default/web/c", 404},
+		{"GET", "/configz", 404},
+		{"GET", "/debug/pprof/", 404},
+		{"GET", "/logs/", 404},
+		{"GET", "/runningpods/", 404},
 	}
 	for _, tc := range tests {
 		rec := httptest.NewRecorder()

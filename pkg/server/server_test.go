@@ -81,7 +81,7 @@ func TestServerPortInUse(t *testing.T) {
 }
 
 func TestServerRunListensItself(t *testing.T) {
-	s := NewReadOnlyServer("127.0.0.1:0", ReadOnlyDeps{})
+	s := NewReadOnlyServer("127.0.0.1:0", APIDeps{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
