@@ -149,7 +149,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		syncOpts.RuntimeClasses = runtimeClasses{cl.client}
 	}
 	syncOpts.Config = configOpts
-	podCg, err := podCgroups(opts)
+	podCg, err := podCgroups(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
