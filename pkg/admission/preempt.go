@@ -5,8 +5,10 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	podutil "github.com/nodelet/nodelet/pkg/pod"
@@ -216,4 +218,27 @@ func smallerRequest(a, b *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// MarkPreempted sets the status of a preempted pod as upstream: phase
+// Failed, reason Preempting, and a DisruptionTarget condition.
+func MarkPreempted(st *v1.PodStatus, now time.Time) {
+	st.Phase = v1.PodFailed
+	st.Reason = ReasonPreempting
+	st.Message = MessagePreempted
+	cond := v1.PodCondition{
+		Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+		Reason: ReasonTerminationByKubelet, Message: MessageDisruption,
+		LastTransitionTime: metav1.NewTime(now),
+	}
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == v1.DisruptionTarget {
+			if st.Conditions[i].Status == v1.ConditionTrue {
+				cond.LastTransitionTime = st.Conditions[i].LastTransitionTime
+			}
+			st.Conditions[i] = cond
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, cond)
 }
