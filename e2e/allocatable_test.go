@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"testing"
@@ -47,11 +48,15 @@ func TestNodeAllocatableRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"--enforce-node-allocatable", "pods,system-reserved"}, "systemReservedCgroup (--system-reserved-cgroup) must be specified"},
+		{[]string{"--enforce-node-allocatable", "kube-reserved", "--kube-reserved-cgroup", "/nodelet-alloc-no-such-cgroup"}, "does not exist"},
 		{[]string{"--cgroups-per-qos=false"}, "is not supported unless cgroupsPerQOS (--cgroups-per-qos) is true"},
 		{[]string{"--eviction-hard", "memory.free<1Gi"}, "unknown signal"},
 	} {
 		n := framework.NewNodelet(t, rt, tc.args...)
-		out, err := exec.Command(n.Bin, n.Args...).CombinedOutput()
+		// A nodelet that wrongly starts is stopped rather than hanging the test.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, n.Bin, n.Args...).CombinedOutput()
+		cancel()
 		if err == nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("%v: err %v, output does not say %q:\n%s", tc.args, err, tc.want, lastLines(string(out), 10))
 		}

@@ -91,14 +91,14 @@ func (m *Manager) EnforceKubepods(rl v1.ResourceList) error {
 func (m *Manager) EnforceReserved(cgroup string, rl v1.ResourceList) error {
 	rel := filepath.Clean("/" + cgroup)
 	files := m.files(AllocatableLimits(rl))
-	for _, f := range files {
-		for _, h := range m.hiers {
-			if !h.has(f.Controller) {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(h.dir, rel)); err != nil {
-				return fmt.Errorf("cgroup %s does not exist in %s: %w", rel, h.dir, err)
-			}
+	// Checked even when nothing is reserved, as upstream: a typo in the
+	// cgroup's name is an error, not an enforcement of nothing.
+	for _, h := range m.hiers {
+		if !h.has(ControllerCPU) && !h.has(ControllerMemory) && !h.has(ControllerPids) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(h.dir, rel)); err != nil {
+			return fmt.Errorf("cgroup %s does not exist in %s: %w", rel, h.dir, err)
 		}
 	}
 	if err := writeFiles(m.hiers, rel, files); err != nil {

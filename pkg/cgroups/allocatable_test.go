@@ -104,6 +104,9 @@ func TestEnforceV1AndV2(t *testing.T) {
 		if err := m.EnforceReserved("/kube.slice", rl("memory", "1Gi")); err == nil || !strings.Contains(err.Error(), "does not exist") {
 			t.Errorf("missing cgroup: %v", err)
 		}
+		if err := m.EnforceReserved("/kube.slice", nil); err == nil || !strings.Contains(err.Error(), "does not exist") {
+			t.Errorf("missing cgroup, nothing reserved: %v", err)
+		}
 	})
 	t.Run("v2", func(t *testing.T) {
 		fs := t.TempDir()
