@@ -149,7 +149,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		syncOpts.RuntimeClasses = runtimeClasses{cl.client}
 	}
 	syncOpts.Config = configOpts
-	podCg, err := podCgroups(opts)
+	podCg, err := podCgroups(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	}, agent.Deps{
 		Runtime: podRuntime{client, syncer}, Relister: relister,
 		Updates: merger.Updates(), Sources: merger.Sources(), Pods: pods, Statuses: statuses,
-		Wakeups: wakeups, Prober: probes, Admit: admit, Recorder: recorder, Cluster: member,
+		Wakeups: wakeups, Prober: probes, Admit: admit, Preempt: podPreemption(fit), Recorder: recorder, Cluster: member,
 		Housekeeper: containerGCFunc(func(ctx context.Context, wanted func(types.UID) bool) error {
 			_, err := containerGC.GarbageCollect(ctx, wanted)
 			if podCg != nil {

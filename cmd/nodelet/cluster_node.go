@@ -102,7 +102,10 @@ func nodeConfig(opts *options.Options, nodeName string, ips []string) node.Confi
 	if f := opts.NodeStatusUpdateFrequency; f != node.DefaultStatusUpdateFrequency {
 		report = f
 	}
+	res := parseReservations(opts)
 	return node.Config{
+		Reserved:              res.reserved(),
+		HardEviction:          res.hard,
 		NodeName:              nodeName,
 		Hostname:              opts.Hostname,
 		NodeIPs:               ips,

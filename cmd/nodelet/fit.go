@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/admission"
+	"github.com/nodelet/nodelet/pkg/agent"
 	"github.com/nodelet/nodelet/pkg/node"
 	"github.com/nodelet/nodelet/pkg/options"
 )
@@ -56,4 +57,12 @@ func (f *fitNode) get() admission.Node {
 		}
 	}
 	return admission.Node{Object: n, Allocatable: n.Status.Allocatable}
+}
+
+// podPreemption chooses, as upstream, the pods to stop so that a critical
+// pod fits on the node's allocatable.
+func podPreemption(fit *fitNode) agent.PreemptFunc {
+	return func(p *v1.Pod, active []*v1.Pod) ([]*v1.Pod, error) {
+		return admission.Preemptees(p, active, admission.Shortfall(p, active, fit.get().Allocatable))
+	}
 }

@@ -38,7 +38,11 @@ func (a *Agent) admitted(p *v1.Pod, created bool) bool {
 	if a.admit == nil || !created || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 		return true
 	}
-	r := a.admit(p, a.activePods(p.UID))
+	active := a.activePods(p.UID)
+	r := a.admit(p, active)
+	if r != nil && a.preempt != nil && admission.IsCritical(p) && admission.IsResourceReason(r.Reason) {
+		r = a.preemptFor(p, active, r)
+	}
 	if r == nil {
 		return true
 	}
@@ -53,6 +57,10 @@ func (a *Agent) activePods(except types.UID) []*v1.Pod {
 	var out []*v1.Pod
 	for _, o := range a.pods.Pods() {
 		if o.UID == except || a.rejected.Has(o.UID) {
+			continue
+		}
+		// Stopping for a node shutdown or preempted: going, not counted.
+		if a.shutdowns.get(o.UID) != nil {
 			continue
 		}
 		if st, ok := a.statuses.Get(o.UID); ok && (st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed) {

@@ -106,7 +106,10 @@ type Deps struct {
 	// refused pod never runs: it is given the Failed phase with the
 	// refusal's reason, as upstream's admission does, and an event on
 	// Recorder.
-	Admit    AdmitFunc
+	Admit AdmitFunc
+	// Preempt chooses the active pods to stop so that a critical pod Admit
+	// refused for want of resources fits (nil: no preemption).
+	Preempt  PreemptFunc
 	Recorder record.EventRecorder
 	// Housekeeper adds container garbage collection to housekeeping.
 	Housekeeper Housekeeper
@@ -135,6 +138,7 @@ type Agent struct {
 	// the pods it refused, which never run. Sync loop goroutine only:
 	// other goroutines reach the loop through wakeups.
 	admit    AdmitFunc
+	preempt  PreemptFunc
 	recorder record.EventRecorder
 	rejected sets.Set[types.UID]
 
@@ -177,7 +181,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	return &Agent{
 		cfg: cfg, rt: deps.Runtime, relister: deps.Relister, updates: deps.Updates, sources: deps.Sources,
 		gc: deps.Housekeeper, cluster: deps.Cluster, prober: deps.Prober, wakeups: deps.Wakeups,
-		admit: deps.Admit, recorder: deps.Recorder,
+		admit: deps.Admit, preempt: deps.Preempt, recorder: deps.Recorder,
 		pods: deps.Pods, statuses: deps.Statuses, seen: sets.New[string](), rejected: sets.New[types.UID](),
 		slowFirstSync: defaultSlowFirstSync,
 	}, nil

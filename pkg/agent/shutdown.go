@@ -20,6 +20,8 @@ import (
 
 // shutdownStop is one pod stopped for a node shutdown.
 type shutdownStop struct {
+	// why the pod stops, for the log: "node shutdown" or "preemption".
+	why   string
 	grace int64
 	mark  func(*v1.PodStatus)
 	done  chan struct{}
@@ -41,7 +43,7 @@ func (s *shutdownStops) get(uid types.UID) *shutdownStop {
 }
 
 // add records a stop of uid, or returns the one already recorded.
-func (s *shutdownStops) add(uid types.UID, grace int64, mark func(*v1.PodStatus)) *shutdownStop {
+func (s *shutdownStops) add(uid types.UID, why string, grace int64, mark func(*v1.PodStatus)) *shutdownStop {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st, ok := s.m[uid]; ok {
@@ -50,7 +52,7 @@ func (s *shutdownStops) add(uid types.UID, grace int64, mark func(*v1.PodStatus)
 	if s.m == nil {
 		s.m = map[types.UID]*shutdownStop{}
 	}
-	st := &shutdownStop{grace: grace, mark: mark, done: make(chan struct{})}
+	st := &shutdownStop{why: why, grace: grace, mark: mark, done: make(chan struct{})}
 	s.m[uid] = st
 	return st
 }
@@ -94,7 +96,7 @@ func (a *Agent) ActivePods() []*v1.Pod {
 // pod's worker and gives its status what mark sets; the pod is not started
 // again. It does not wait: the channel is closed once the pod has stopped.
 func (a *Agent) StopForShutdown(p *v1.Pod, gracePeriod int64, mark func(*v1.PodStatus)) <-chan struct{} {
-	st := a.shutdowns.add(p.UID, gracePeriod, mark)
+	st := a.shutdowns.add(p.UID, "node shutdown", gracePeriod, mark)
 	a.wakeups.Resync(p.UID)
 	return st.done
 }
@@ -103,12 +105,12 @@ func (a *Agent) StopForShutdown(p *v1.Pod, gracePeriod int64, mark func(*v1.PodS
 // runs, publish the marked status, report the stop.
 func (a *Agent) syncShutdown(ctx context.Context, w worker.Work, rs *runtime.PodStatus, s *shutdownStop) worker.Result {
 	p := w.Pod
-	klog.V(2).InfoS("Stopping pod for node shutdown", "pod", klog.KObj(p), "gracePeriod", s.grace)
+	klog.V(2).InfoS("Stopping pod", "why", s.why, "pod", klog.KObj(p), "gracePeriod", s.grace)
 	grace := s.grace
 	// Always stopped again: the shutdown's grace period is its own.
 	stopped, err := a.stopPod(ctx, p, rs, &grace, "")
 	if err != nil {
-		return worker.Result{Err: fmt.Errorf("stop pod %s/%s for node shutdown: %w", p.Namespace, p.Name, err)}
+		return worker.Result{Err: fmt.Errorf("stop pod %s/%s for %s: %w", p.Namespace, p.Name, s.why, err)}
 	}
 	a.refreshStatus(ctx, w, nil, stopped)
 	a.shutdowns.stopped(p.UID)

@@ -127,7 +127,7 @@ func (m *Manager) parent(n Name) string { return DriverPath(m.cfg.Driver, n) }
 
 // ensureQOS makes kubepods, burstable and besteffort in every hierarchy;
 // besteffort gets the minimum CPU shares, burstable its pods' requests
-// (none yet). Node allocatable is not enforced on kubepods (yet).
+// (none yet). Node allocatable goes on kubepods with EnforceKubepods.
 func (m *Manager) ensureQOS() error {
 	for _, qos := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
 		if err := m.mkdir(CgroupfsPath(QOSName(m.root, qos))); err != nil {

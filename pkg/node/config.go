@@ -7,6 +7,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/nodelet/nodelet/pkg/eviction"
 )
 
 // Defaults as upstream.
@@ -72,6 +74,14 @@ type Config struct {
 	Version string
 	// OS and Arch are runtime.GOOS and runtime.GOARCH unless set (tests).
 	OS, Arch string
+	// Reserved is --kube-reserved plus --system-reserved, taken out of
+	// allocatable (cpu, memory, ephemeral-storage; pid is not reported).
+	Reserved v1.ResourceList
+	// HardEviction are the --eviction-hard thresholds: memory.available
+	// and nodefs.available are taken out of allocatable as well, and
+	// memory.available is the MemoryPressure threshold. nil means
+	// upstream's defaults; an empty, non-nil list means none.
+	HardEviction []eviction.Threshold
 }
 
 // withDefaults validates c and returns it with zero values defaulted.

@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelet/nodelet/pkg/eviction"
 )
 
 // Labels and annotations the node sets on itself, as upstream. The beta
@@ -30,17 +32,19 @@ const (
 	TaintExternalCloudProvider = "node.cloudprovider.kubernetes.io/uninitialized"
 )
 
-// Thresholds of the pressure conditions and the reserve taken out of
-// allocatable. They are upstream's default hard eviction thresholds
-// (memory.available<100Mi, nodefs.available<10%): nodelet does not evict,
-// but reporting the same allocatable and the same pressure signals keeps the
-// scheduler's view of this node what it would be with the upstream kubelet.
-var (
-	memoryReserve = resource.MustParse("100Mi")
-)
+// defaultHardEviction are upstream's default hard eviction thresholds, used
+// when Config.HardEviction is nil. nodelet does not evict: the thresholds
+// lower allocatable and set MemoryPressure, so the scheduler's view of this
+// node is what it would be with the upstream kubelet.
+var defaultHardEviction = func() []eviction.Threshold {
+	t, err := eviction.ParseMap(eviction.DefaultHard())
+	if err != nil {
+		panic(fmt.Sprintf("node: bad default eviction thresholds: %v", err))
+	}
+	return t
+}()
 
 const (
-	ephemeralReservePercent = 10
 	// pidPressurePercent: fewer free PIDs than this share of the limit is
 	// PID pressure.
 	pidPressurePercent = 10
@@ -164,7 +168,7 @@ func ReconcileExisting(existing *v1.Node, cfg Config) (*v1.Node, bool) {
 func DesiredStatus(cfg Config, f Facts, old v1.NodeStatus, now time.Time) v1.NodeStatus {
 	st := *old.DeepCopy()
 	st.Capacity = capacity(cfg, f.Machine, st.Capacity)
-	st.Allocatable = allocatable(st.Capacity, st.Allocatable)
+	st.Allocatable = allocatable(st.Capacity, st.Allocatable, reservation(cfg, st.Capacity))
 
 	st.Addresses = addresses(cfg, old.Addresses)
 	st.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort
@@ -186,7 +190,7 @@ func DesiredStatus(cfg Config, f Facts, old v1.NodeStatus, now time.Time) v1.Nod
 
 	t := metav1.NewTime(now)
 	for _, c := range []v1.NodeCondition{
-		memoryCondition(f), diskCondition(f), pidCondition(f), readyCondition(f, st.Capacity),
+		memoryCondition(f, hardEviction(cfg)), diskCondition(f), pidCondition(f), readyCondition(f, st.Capacity),
 	} {
 		st.Conditions = setCondition(st.Conditions, c, t)
 	}
@@ -225,32 +229,51 @@ func hugePageResource(size int64) v1.ResourceName {
 	return v1.ResourceName(v1.ResourceHugePagesPrefix + resource.NewQuantity(size, resource.BinarySI).String())
 }
 
-// allocatable is capacity less the reserves: memory less the eviction
-// reserve and the huge pages (they are not usable as ordinary memory),
-// ephemeral storage less its eviction reserve. Resources allocatable does
-// not derive from capacity keep their old values.
-func allocatable(capacity, old v1.ResourceList) v1.ResourceList {
+func hardEviction(cfg Config) []eviction.Threshold {
+	if cfg.HardEviction == nil {
+		return defaultHardEviction
+	}
+	return cfg.HardEviction
+}
+
+// reservation is what allocatable leaves out of capacity, as upstream:
+// --kube-reserved + --system-reserved + the hard eviction thresholds
+// (memory.available from memory, nodefs.available from ephemeral storage).
+func reservation(cfg Config, capacity v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for _, rl := range []v1.ResourceList{cfg.Reserved, eviction.Reservation(hardEviction(cfg), capacity)} {
+		for name, q := range rl {
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	return out
+}
+
+// allocatable is capacity less the reserve, and memory also less the huge
+// pages (they are not usable as ordinary memory), never below zero.
+// Resources allocatable does not derive from capacity keep their old
+// values.
+func allocatable(capacity, old, reserve v1.ResourceList) v1.ResourceList {
 	out := v1.ResourceList{}
 	maps.Copy(out, old)
 	for name, q := range capacity {
-		out[name] = q.DeepCopy()
-	}
-	if mem, ok := capacity[v1.ResourceMemory]; ok {
-		mem = mem.DeepCopy()
-		mem.Sub(memoryReserve)
-		for name, q := range capacity {
-			if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
-				mem.Sub(q)
+		q = q.DeepCopy()
+		if r, ok := reserve[name]; ok {
+			q.Sub(r)
+		}
+		if name == v1.ResourceMemory {
+			for hp, size := range capacity {
+				if strings.HasPrefix(string(hp), v1.ResourceHugePagesPrefix) {
+					q.Sub(size)
+				}
 			}
 		}
-		if mem.Sign() < 0 {
-			mem = *resource.NewQuantity(0, resource.BinarySI)
+		if q.Sign() < 0 {
+			q = *resource.NewQuantity(0, q.Format)
 		}
-		out[v1.ResourceMemory] = mem
-	}
-	if eph, ok := capacity[v1.ResourceEphemeralStorage]; ok {
-		v := eph.Value()
-		out[v1.ResourceEphemeralStorage] = *resource.NewQuantity(v-v*ephemeralReservePercent/100, resource.BinarySI)
+		out[name] = q
 	}
 	return out
 }
@@ -277,8 +300,22 @@ func addresses(cfg Config, old []v1.NodeAddress) []v1.NodeAddress {
 	return append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: cfg.Hostname})
 }
 
-func memoryCondition(f Facts) v1.NodeCondition {
-	if f.MemoryAvailable >= 0 && f.MemoryAvailable < memoryReserve.Value() {
+// memoryCondition is MemoryPressure when available memory is under the
+// memory.available hard threshold (none: never). Percentages are of the
+// machine's memory.
+func memoryCondition(f Facts, hard []eviction.Threshold) v1.NodeCondition {
+	limit := int64(-1)
+	for _, t := range hard {
+		if t.Signal != eviction.SignalMemoryAvailable {
+			continue
+		}
+		if t.Quantity != nil {
+			limit = t.Quantity.Value()
+		} else {
+			limit = int64(t.Percentage * float64(f.Machine.MemoryBytes))
+		}
+	}
+	if f.MemoryAvailable >= 0 && f.MemoryAvailable < limit {
 		return v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionTrue, Reason: reasonInsufficientMemory, Message: messageInsufficientMemory}
 	}
 	return v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: reasonSufficientMemory, Message: messageSufficientMemory}

@@ -66,6 +66,13 @@ var supportedConfigFields = []string{
 	"cgroupRoot",
 	"cgroupDriver",
 	"podPidsLimit",
+	// allocatable.go
+	"kubeReserved",
+	"systemReserved",
+	"evictionHard",
+	"enforceNodeAllocatable",
+	"kubeReservedCgroup",
+	"systemReservedCgroup",
 }
 
 // applyConfigFile copies the supported fields the file sets onto o. A field
@@ -152,6 +159,7 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setString(&o.CgroupRoot, kc.CgroupRoot)
 	setString(&o.CgroupDriver, kc.CgroupDriver)
 	setPtr(&o.PodPidsLimit, kc.PodPidsLimit)
+	applyAllocatableConfig(o, kc)
 }
 
 func setString(dst *string, v string) { setNonZero(dst, v) }

@@ -78,6 +78,7 @@ func (o *Options) KubeletConfiguration() *kubeletconfigv1beta1.KubeletConfigurat
 	kc.CgroupDriver = o.CgroupDriver
 	pids := o.PodPidsLimit
 	kc.PodPidsLimit = &pids
+	o.allocatableConfig(kc)
 	kc.RotateCertificates = o.RotateCertificates
 	kc.ServerTLSBootstrap = o.ServerTLSBootstrap
 	return kc

@@ -39,7 +39,7 @@ func TestKubeletConfigurationOmitsWhatIsNotHonoured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, field := range []string{`"cpuManagerPolicy"`, `"evictionHard"`, `"topologyManagerPolicy"`} {
+	for _, field := range []string{`"cpuManagerPolicy"`, `"evictionSoft"`, `"topologyManagerPolicy"`} {
 		if strings.Contains(string(b), field) {
 			t.Errorf("%s in %s", field, b)
 		}

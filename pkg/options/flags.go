@@ -38,6 +38,9 @@ func AddFlags(fs *pflag.FlagSet) {
 	for _, f := range securityFlagSpecs() {
 		f.register(fs, d)
 	}
+	for _, f := range allocatableFlagSpecs() {
+		f.register(fs, d)
+	}
 	addKlogFlags(fs)
 	addUnsupportedFlags(fs)
 }

@@ -1,6 +1,7 @@
 package options
 
 import (
+	"github.com/nodelet/nodelet/pkg/eviction"
 	"net"
 	"strconv"
 	"strings"
@@ -133,6 +134,19 @@ type Options struct {
 	// of each pod's cgroup; -1 (or 0) does not.
 	PodPidsLimit int64
 
+	// Node allocatable (allocatable.go): --kube-reserved, --system-reserved
+	// (resource=quantity: cpu, memory, ephemeral-storage, pid),
+	// --eviction-hard (signal: value; used for allocatable only, nodelet
+	// does not evict yet), --enforce-node-allocatable (pods,
+	// system-reserved, kube-reserved or none) and the cgroups the
+	// reservations are enforced on.
+	KubeReserved           map[string]string
+	SystemReserved         map[string]string
+	EvictionHard           map[string]string
+	EnforceNodeAllocatable []string
+	KubeReservedCgroup     string
+	SystemReservedCgroup   string
+
 	// AllowedUnsafeSysctls is --allowed-unsafe-sysctls /
 	// allowedUnsafeSysctls: sysctls (or prefixes ending in '*') pods may
 	// set beyond the safe set.
@@ -246,6 +260,8 @@ func Defaults() *Options {
 		CgroupsPerQOS:                  true,
 		CgroupDriver:                   "cgroupfs",
 		PodPidsLimit:                   -1,
+		EvictionHard:                   eviction.DefaultHard(),
+		EnforceNodeAllocatable:         []string{EnforcePods},
 		ResolvConf:                     "/etc/resolv.conf",
 		RegisterNode:                   true,
 		NodeStatusUpdateFrequency:      10 * time.Second,

@@ -185,6 +185,12 @@ cgroupsPerQOS: false
 cgroupRoot: /node
 cgroupDriver: systemd
 podPidsLimit: 0
+kubeReserved: {cpu: 100m, memory: 1Gi}
+systemReserved: {pid: "1000"}
+evictionHard: {memory.available: 200Mi}
+enforceNodeAllocatable: [none]
+kubeReservedCgroup: /kube
+systemReservedCgroup: /system
 `
 
 func TestEverySupportedFieldIsApplied(t *testing.T) {
@@ -263,6 +269,12 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		CgroupRoot:                      "/node",
 		CgroupDriver:                    "systemd",
 		PodPidsLimit:                    0, // -1 by default
+		KubeReserved:                    map[string]string{"cpu": "100m", "memory": "1Gi"},
+		SystemReserved:                  map[string]string{"pid": "1000"},
+		EvictionHard:                    map[string]string{"memory.available": "200Mi"},
+		EnforceNodeAllocatable:          []string{"none"},
+		KubeReservedCgroup:              "/kube",
+		SystemReservedCgroup:            "/system",
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("options:\n got %+v\nwant %+v", o, want)

@@ -52,7 +52,7 @@ func Resolve(fs *pflag.FlagSet, kc *kubeletconfigv1beta1.KubeletConfiguration) (
 		return nil, warnings, errors.Join(refused...)
 	}
 
-	for _, f := range slices.Concat(flagSpecs(), securityFlagSpecs()) {
+	for _, f := range slices.Concat(flagSpecs(), securityFlagSpecs(), allocatableFlagSpecs()) {
 		if !fs.Changed(f.name) {
 			continue
 		}

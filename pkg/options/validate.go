@@ -113,6 +113,7 @@ func (o *Options) Validate() error {
 	}
 
 	errs = append(errs, o.validateCgroups()...)
+	errs = append(errs, o.validateAllocatable()...)
 
 	switch o.AuthorizationMode {
 	case AuthorizationModeAlwaysAllow, AuthorizationModeWebhook:

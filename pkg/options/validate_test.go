@@ -179,7 +179,7 @@ func TestValidateCgroups(t *testing.T) {
 		{[]string{"--cgroups-per-qos=false", "--pod-max-pids=100"}, "--pod-max-pids (podPidsLimit) 100 needs --cgroups-per-qos"},
 		{[]string{"--pod-max-pids=-5"}, "--pod-max-pids (-5) must be -1 (unlimited) or more"},
 		{[]string{"--pod-max-pids=100", "--cgroup-root=/a", "--cgroup-driver=systemd"}, ""},
-		{[]string{"--cgroups-per-qos=false", "--pod-max-pids=-1"}, ""},
+		{[]string{"--cgroups-per-qos=false", "--pod-max-pids=-1", "--enforce-node-allocatable="}, ""},
 	}
 	for _, tc := range tests {
 		_, _, err := resolveArgs(t, "", tc.args...)
