@@ -64,13 +64,25 @@ type Registry struct {
 	content Content
 }
 
+// ClaimContent is Content that also reads persistent volume claims (the
+// Provider, when given Options.Claims): with it the registry has the
+// persistentVolumeClaim plugin.
+type ClaimContent interface {
+	Content
+	Claims() ClaimReader
+}
+
 // NewRegistry returns the plugins of nodelet's volume types. Volumes with
 // content from the API server need content, which exists in cluster mode
-// only: without it (nil) they have no plugin.
+// only: without it (nil) they have no plugin; persistentVolumeClaim
+// volumes need a content that is a ClaimContent with a ClaimReader.
 func NewRegistry(rootDir string, content Content) *Registry {
 	r := &Registry{plugins: []Plugin{emptyDirPlugin{rootDir: rootDir}, hostPathPlugin{}}, content: content}
 	if content != nil {
 		r.plugins = append(r.plugins, apiPlugins(rootDir, content)...)
+	}
+	if cc, ok := content.(ClaimContent); ok && cc.Claims() != nil {
+		r.plugins = append(r.plugins, newClaimPlugin(rootDir, cc.Claims()))
 	}
 	return r
 }
