@@ -58,7 +58,7 @@ func (p claimPlugin) SetUp(ctx context.Context, pod *v1.Pod, v *v1.Volume, path 
 	pv, err := resolveClaim(ctx, p.claims, pod, v.PersistentVolumeClaim.ClaimName)
 	if err != nil {
 		// Upstream's WaitForAttachAndMount wording, which people search for.
-		return fmt.Errorf("unmounted volumes=[%s], unattached volumes=[], failed to process volumes=[%s]: %w", v.Name, v.Name, err)
+		return fmt.Errorf("Unable to attach or mount volumes: unmounted volumes=[%s], unattached volumes=[], failed to process volumes=[%s]: %w", v.Name, v.Name, err)
 	}
 	if err := p.mount(ctx, pod, v, pv, path); err != nil {
 		return fmt.Errorf("MountVolume.SetUp failed for volume %q (persistent volume %q): %w", v.Name, pv.Name, err)
@@ -226,6 +226,12 @@ func prepareBindTarget(target string, isDir bool) error {
 // before a restart (or the upstream kubelet, naming them by PV) mounted.
 func (p claimPlugin) TearDown(_ context.Context, uid types.UID) error {
 	return unmountBinds(layout.PluginDir(p.rootDir, uid, layout.PluginLocalVolume))
+}
+
+// Release unmounts the pod's persistent volumes once it is stopped: their
+// data is the node's, and the pod holds nothing of it any more.
+func (p claimPlugin) Release(ctx context.Context, uid types.UID) error {
+	return p.TearDown(ctx, uid)
 }
 
 func unmountBinds(dir string) error {

@@ -56,13 +56,19 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 // lost, its volume not bound back to it): the pod waits and is retried.
 var ErrClaimNotReady = errors.New("claim not ready")
 
+// notReady is a claim error that is ErrClaimNotReady, worded as upstream.
+type notReady struct{ error }
+
+func (e notReady) Unwrap() error        { return e.error }
+func (e notReady) Is(target error) bool { return target == ErrClaimNotReady }
+
 // resolveClaim returns the PersistentVolume bound to the claim of the
 // persistentVolumeClaim volume v of pod. Its errors are the upstream
 // volume manager's ("error processing PVC ns/name: PVC is not bound") and
 // wrap ErrClaimNotReady.
 func resolveClaim(ctx context.Context, r ClaimReader, pod *v1.Pod, claimName string) (*v1.PersistentVolume, error) {
 	fail := func(err error) error {
-		return fmt.Errorf("error processing PVC %s/%s: %w: %w", pod.Namespace, claimName, err, ErrClaimNotReady)
+		return notReady{fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, claimName, err)}
 	}
 	pvc, err := r.Claim(ctx, pod.Namespace, claimName)
 	if err != nil || pvc == nil {

@@ -41,6 +41,7 @@ type volumeHook struct {
 var (
 	_ SpecChecker   = (*volumeHook)(nil)
 	_ RunningKeeper = (*volumeHook)(nil)
+	_ Releaser      = (*volumeHook)(nil)
 )
 
 func newVolumeHook(config criconfig.ConfigOptions, provider VolumeProvider) *volumeHook {
@@ -107,6 +108,15 @@ func (h *volumeHook) Teardown(ctx context.Context, uid types.UID) error {
 		return nil
 	}
 	return h.plugins.TearDown(ctx, uid)
+}
+
+// Release has the plugins undo what must not outlive a stopped pod (the
+// bind mounts of its persistent volumes).
+func (h *volumeHook) Release(ctx context.Context, uid types.UID) error {
+	if uid == "" {
+		return nil
+	}
+	return h.plugins.Release(ctx, uid)
 }
 
 // Prepare makes the node side of a pod's volumes exist, each by its
