@@ -135,6 +135,22 @@ func TestClusterPersistentVolumeClaims(t *testing.T) {
 		pvcDelete(t, admin, "misplaced")
 	})
 
+	t.Run("VolumesUnmountedWhenPodsStop", func(t *testing.T) {
+		poll.Until(t, 60*time.Second, 250*time.Millisecond, "no persistent volume bind mount left", func() (bool, string) {
+			b, err := os.ReadFile("/proc/self/mountinfo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, "kubernetes.io~local-volume") {
+					left = append(left, l)
+				}
+			}
+			return len(left) == 0, strings.Join(left, "; ")
+		})
+	})
+
 }
 
 // pvcBind creates the claim (unless it exists) and the PV with src bound to
