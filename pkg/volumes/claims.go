@@ -128,6 +128,9 @@ type pvSource struct {
 	hostType v1.HostPathType
 }
 
+// volumeGIDAnnotation names a group the pods using a PV must have.
+const volumeGIDAnnotation = "pv.beta.kubernetes.io/gid"
+
 // ErrVolumeUnsupported marks a PersistentVolume nodelet does not mount:
 // a type other than local or hostPath, or a raw block volume.
 var ErrVolumeUnsupported = errors.New("not supported by nodelet")
@@ -137,6 +140,11 @@ var ErrVolumeUnsupported = errors.New("not supported by nodelet")
 func sourceOf(pv *v1.PersistentVolume) (pvSource, error) {
 	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock {
 		return pvSource{}, fmt.Errorf("persistent volume %q has volumeMode Block: raw block volumes are %w", pv.Name, ErrVolumeUnsupported)
+	}
+	if gid, ok := pv.Annotations[volumeGIDAnnotation]; ok {
+		// Upstream adds it to every container's supplemental groups;
+		// nodelet does not yet, and does not start the pod without it.
+		return pvSource{}, fmt.Errorf("persistent volume %q has annotation %s=%q: adding the volume's group to the containers' supplemental groups is %w", pv.Name, volumeGIDAnnotation, gid, ErrVolumeUnsupported)
 	}
 	switch src := pv.Spec.PersistentVolumeSource; {
 	case src.Local != nil:

@@ -148,20 +148,25 @@ func TestSourceOf(t *testing.T) {
 		name   string
 		src    v1.PersistentVolumeSource
 		mode   *v1.PersistentVolumeMode
+		gid    string
 		want   pvSource
 		errHas string
 	}{
-		{"local", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt/a"}}, nil, pvSource{local: true, path: "/mnt/a"}, ""},
-		{"hostPath", v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/h", Type: &dir}}, nil, pvSource{path: "/h", hostType: dir}, ""},
-		{"hostPath untyped", v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/h"}}, nil, pvSource{path: "/h", hostType: v1.HostPathUnset}, ""},
-		{"csi refused by name", v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d"}}, nil, pvSource{}, `is of type csi: not supported by nodelet`},
-		{"nfs refused by name", v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "s"}}, nil, pvSource{}, `is of type nfs`},
-		{"iscsi refused by name", v1.PersistentVolumeSource{ISCSI: &v1.ISCSIPersistentVolumeSource{}}, nil, pvSource{}, `is of type iscsi`},
-		{"block mode refused", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/dev/sdb"}}, &block, pvSource{}, "volumeMode Block"},
-		{"local with fsType refused", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/dev/sdb", FSType: &ext4}}, nil, pvSource{}, `fsType "ext4"`},
+		{"local", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt/a"}}, nil, "", pvSource{local: true, path: "/mnt/a"}, ""},
+		{"hostPath", v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/h", Type: &dir}}, nil, "", pvSource{path: "/h", hostType: dir}, ""},
+		{"hostPath untyped", v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/h"}}, nil, "", pvSource{path: "/h", hostType: v1.HostPathUnset}, ""},
+		{"csi refused by name", v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d"}}, nil, "", pvSource{}, `is of type csi: not supported by nodelet`},
+		{"nfs refused by name", v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "s"}}, nil, "", pvSource{}, `is of type nfs`},
+		{"iscsi refused by name", v1.PersistentVolumeSource{ISCSI: &v1.ISCSIPersistentVolumeSource{}}, nil, "", pvSource{}, `is of type iscsi`},
+		{"block mode refused", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/dev/sdb"}}, &block, "", pvSource{}, "volumeMode Block"},
+		{"volume gid annotation refused", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt/a"}}, nil, "1234", pvSource{}, "pv.beta.kubernetes.io/gid"},
+		{"local with fsType refused", v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/dev/sdb", FSType: &ext4}}, nil, "", pvSource{}, `fsType "ext4"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: tc.src, VolumeMode: tc.mode}}
+			if tc.gid != "" {
+				pv.Annotations = map[string]string{volumeGIDAnnotation: tc.gid}
+			}
 			got, err := sourceOf(pv)
 			if tc.errHas != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errHas) || !errors.Is(err, ErrVolumeUnsupported) {
