@@ -62,6 +62,27 @@ func TestClusterPersistentVolumeClaims(t *testing.T) {
 			t.Errorf("after fsGroup 2345: file gid %d mode %o, want gid 2345 and group rw", st.Gid, st.Mode&0o777)
 		}
 		pvcDelete(t, admin, "reader")
+
+		// subPath over the claim: bound beneath the volume like any other.
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "sub", Namespace: "default"},
+			Spec: v1.PodSpec{
+				NodeName: framework.NodeName, RestartPolicy: v1.RestartPolicyNever,
+				AutomountServiceAccountToken: ptr.To(false), TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Containers: []v1.Container{{Name: "c", Image: "busybox:1.35", Command: []string{"sh", "-c", "echo sub > /sub/g"},
+					VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/sub", SubPath: "nested/dir"}}}},
+				Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+					PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-a"}}}},
+			},
+		}
+		if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pvcWaitPhase(t, admin, "sub", v1.PodSucceeded)
+		if b, err := os.ReadFile(filepath.Join(dir, "nested/dir/g")); err != nil || string(b) != "sub\n" {
+			t.Errorf("subPath file on the local PV: %q, %v", b, err)
+		}
+		pvcDelete(t, admin, "sub")
 	})
 
 	t.Run("UnboundClaimWaitsThenStarts", func(t *testing.T) {
