@@ -14,7 +14,8 @@ var _ podsync.VolumeProvider = (*volumes.Provider)(nil)
 
 // volumeProvider returns the maker of volumes with content from the API
 // server (projected service-account tokens, config maps, secrets, downward
-// API); it also reads the config maps and secrets of environment
+// API) and reads persistent volume claims for the persistentVolumeClaim
+// volumes (local and hostPath PVs); it also reads the config maps and secrets of environment
 // variables, which it watches. Standalone there is none, so pods with such
 // volumes fail with a clear reason. allocatable is what a downward API
 // resourceFieldRef to an unset limit reads; wake asks for a pod to be
@@ -26,6 +27,7 @@ func (c *cluster) volumeProvider(pods *pod.Manager, allocatable v1.ResourceList,
 		Pods:            pods,
 		NodeAllocatable: allocatable,
 		Wake:            wake,
+		Claims:          volumes.ClaimsFromAPI(c.client, c.nodeName),
 	})
 }
 

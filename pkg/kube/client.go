@@ -66,6 +66,17 @@ type RuntimeClassGetter interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*nodev1.RuntimeClass, error)
 }
 
+// PersistentVolumeClaimGetter reads PersistentVolumeClaims, which a pod's
+// persistentVolumeClaim volumes name.
+type PersistentVolumeClaimGetter interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolumeClaim, error)
+}
+
+// PersistentVolumeGetter reads PersistentVolumes, what a bound claim names.
+type PersistentVolumeGetter interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.PersistentVolume, error)
+}
+
 // Interface is the API as nodelet sees it. namespace "" means all
 // namespaces where that makes sense (lists and watches).
 type Interface interface {
@@ -80,6 +91,8 @@ type Interface interface {
 	TokenReviews() TokenReviewer
 	SubjectAccessReviews() AccessReviewer
 	RuntimeClasses() RuntimeClassGetter
+	PersistentVolumeClaims(namespace string) PersistentVolumeClaimGetter
+	PersistentVolumes() PersistentVolumeGetter
 }
 
 // Clientset is Interface over HTTP.
@@ -191,6 +204,14 @@ func (c *Clientset) SubjectAccessReviews() AccessReviewer {
 
 func (c *Clientset) RuntimeClasses() RuntimeClassGetter {
 	return resource(c.node, "runtimeclasses", "", func() *nodev1.RuntimeClass { return &nodev1.RuntimeClass{} }, func() *nodev1.RuntimeClassList { return &nodev1.RuntimeClassList{} })
+}
+
+func (c *Clientset) PersistentVolumeClaims(namespace string) PersistentVolumeClaimGetter {
+	return resource(c.core, "persistentvolumeclaims", namespace, func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, func() *corev1.PersistentVolumeClaimList { return &corev1.PersistentVolumeClaimList{} })
+}
+
+func (c *Clientset) PersistentVolumes() PersistentVolumeGetter {
+	return resource(c.core, "persistentvolumes", "", func() *corev1.PersistentVolume { return &corev1.PersistentVolume{} }, func() *corev1.PersistentVolumeList { return &corev1.PersistentVolumeList{} })
 }
 
 type tokenRequester struct {

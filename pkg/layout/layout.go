@@ -37,6 +37,10 @@ const (
 	PluginConfigMap   = "configmap"
 	PluginDownwardAPI = "downward-api"
 	PluginProjected   = "projected"
+	// PluginLocalVolume holds the bind mounts of persistentVolumeClaim
+	// volumes (local and hostPath PVs), named by the pod's volume name
+	// (upstream names its local PV binds here by the PV's name).
+	PluginLocalVolume = "local-volume"
 )
 
 // PodsDir holds one directory per pod.

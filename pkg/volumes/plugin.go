@@ -41,6 +41,14 @@ type Keeper interface {
 	KeepCurrent(ctx context.Context, pod *v1.Pod) error
 }
 
+// Releaser is a Plugin with something to undo as soon as a pod is
+// stopped, before the pod is removed (which may be much later): the bind
+// mounts of persistent volumes, as upstream unmounts the volumes of a
+// terminated pod. A pod started again sets its volumes up again.
+type Releaser interface {
+	Release(ctx context.Context, uid types.UID) error
+}
+
 // Content makes the volumes whose content comes from the API server
 // (configMap, secret, downwardAPI, projected) and keeps them current; the
 // Provider implements it. Their four plugins share it: it renders all of a
@@ -64,13 +72,25 @@ type Registry struct {
 	content Content
 }
 
+// ClaimContent is Content that also reads persistent volume claims (the
+// Provider, when given Options.Claims): with it the registry has the
+// persistentVolumeClaim plugin.
+type ClaimContent interface {
+	Content
+	Claims() ClaimReader
+}
+
 // NewRegistry returns the plugins of nodelet's volume types. Volumes with
 // content from the API server need content, which exists in cluster mode
-// only: without it (nil) they have no plugin.
+// only: without it (nil) they have no plugin; persistentVolumeClaim
+// volumes need a content that is a ClaimContent with a ClaimReader.
 func NewRegistry(rootDir string, content Content) *Registry {
 	r := &Registry{plugins: []Plugin{emptyDirPlugin{rootDir: rootDir}, hostPathPlugin{}}, content: content}
 	if content != nil {
 		r.plugins = append(r.plugins, apiPlugins(rootDir, content)...)
+	}
+	if cc, ok := content.(ClaimContent); ok && cc.Claims() != nil {
+		r.plugins = append(r.plugins, newClaimPlugin(rootDir, cc.Claims()))
 	}
 	return r
 }
@@ -96,6 +116,19 @@ func (r *Registry) TearDown(ctx context.Context, uid types.UID) error {
 	for _, p := range r.plugins {
 		if err := p.TearDown(ctx, uid); err != nil {
 			errs = append(errs, fmt.Errorf("tear down %s volumes: %w", p.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Release runs the Releasers' Release for a stopped pod.
+func (r *Registry) Release(ctx context.Context, uid types.UID) error {
+	var errs []error
+	for _, p := range r.plugins {
+		if rel, ok := p.(Releaser); ok {
+			if err := rel.Release(ctx, uid); err != nil {
+				errs = append(errs, fmt.Errorf("release %s volumes: %w", p.Name(), err))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -51,6 +51,10 @@ type Options struct {
 	// rewritten: a pod waiting for it (FailedMount, an env var from it)
 	// can start now rather than at its next retry.
 	Wake func(uid types.UID)
+	// Claims, when set, reads persistent volume claims, their volumes and
+	// the node: persistentVolumeClaim volumes are supported (local and
+	// hostPath PVs).
+	Claims ClaimReader
 }
 
 // DefaultResyncPeriod is the default Options.ResyncPeriod.
@@ -72,6 +76,7 @@ type Provider struct {
 	wake    func(types.UID)
 	alloc   v1.ResourceList
 	watcher *objects.Watcher
+	claims  ClaimReader
 	// changed holds pods whose referenced objects changed, for Run's
 	// refreshers.
 	changed workqueue.TypedInterface[types.UID]
@@ -121,6 +126,7 @@ func NewProvider(opts Options) (*Provider, error) {
 		tokens:     NewTokenManager(opts.Client, opts.Clock),
 		wake:       opts.Wake,
 		alloc:      opts.NodeAllocatable,
+		claims:     opts.Claims,
 		changed:    workqueue.NewTyped[types.UID](),
 		mountTmpfs: mountVolumeTmpfs,
 		tracked:    map[types.UID]*podVolumes{},
@@ -138,6 +144,9 @@ func NewProvider(opts Options) (*Provider, error) {
 	})
 	return p, nil
 }
+
+// Claims is what reads persistent volume claims, or nil.
+func (p *Provider) Claims() ClaimReader { return p.claims }
 
 // Check fails, wrapping criconfig.ErrUnsupported, for a volume the Provider
 // cannot make: a type other than projected, or a projection source it does

@@ -31,6 +31,12 @@ func (c clientset) SubjectAccessReviews() kube.AccessReviewer {
 }
 
 func (c clientset) RuntimeClasses() kube.RuntimeClassGetter { return c.cs.NodeV1().RuntimeClasses() }
+func (c clientset) PersistentVolumeClaims(ns string) kube.PersistentVolumeClaimGetter {
+	return c.cs.CoreV1().PersistentVolumeClaims(ns)
+}
+func (c clientset) PersistentVolumes() kube.PersistentVolumeGetter {
+	return c.cs.CoreV1().PersistentVolumes()
+}
 
 // IsWatchListSemanticsUnSupported tells informers (cache.ToListWatcherWithWatchListSemantics)
 // what the wrapped clientset says: the fake one cannot stream a watch list.

@@ -117,6 +117,13 @@ func VolumeHostPath(pod *v1.Pod, v *v1.Volume, opts ConfigOptions) (string, erro
 		}
 		path, _ := APIVolumePath(opts.RootDir, pod.UID, v)
 		return path, nil
+	case v.PersistentVolumeClaim != nil:
+		// The claim's volume is bind-mounted here by its plugin (package
+		// volumes), whatever the PV: the path does not depend on the API.
+		if opts.RootDir == "" {
+			return "", fmt.Errorf("volume %q: persistentVolumeClaim volume needs a root directory, none configured", v.Name)
+		}
+		return layout.VolumeDir(opts.RootDir, pod.UID, layout.PluginLocalVolume, v.Name), nil
 	}
 	return "", fmt.Errorf("volume %q: volume type %s %w", v.Name, VolumeType(v), ErrUnsupported)
 }
@@ -229,7 +236,8 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ConfigOptions, paths map
 			// Content from the API belongs to nodelet, which rewrites
 			// it (token refresh, updates): a container never writes it,
 			// whatever the mount says, as upstream.
-			Readonly: vm.ReadOnly || APIVolumePlugin(v) != "",
+			Readonly: vm.ReadOnly || APIVolumePlugin(v) != "" ||
+				(v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly),
 		}
 		if vm.MountPropagation != nil {
 			switch *vm.MountPropagation {

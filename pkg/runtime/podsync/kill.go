@@ -30,7 +30,7 @@ const defaultGrace = v1.DefaultTerminationGracePeriodSeconds * time.Second
 // gracePeriod, when set, overrides every container's grace period (in
 // seconds). Containers and sandboxes already gone are not an error. Once
 // everything is stopped the pod's resources that go with a stopped pod are
-// released (Releaser: its cgroup).
+// released (Releaser: its cgroup, the bind mounts of its persistent volumes).
 func (s *Syncer) KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, gracePeriod *int64) error {
 	if status == nil {
 		return nil

@@ -255,6 +255,12 @@ func (p *podSync) run(ctx context.Context, a plan.Actions) {
 		if sb := p.status.LatestSandbox(); sb != nil {
 			p.res.Stopped = sb.ID
 		}
+		if a.StopOnly() {
+			// The pod finished and stays stopped: release what goes with
+			// a stopped pod now (KillPod's release), as a later kill finds
+			// it stopped already and does nothing.
+			s.releaseResources(ctx, pod.UID)
+		}
 	}
 	killFailed := p.killContainers(ctx, a.ContainersToKill)
 	p.backoffs(a.ContainersInBackoff)

@@ -26,6 +26,10 @@ type VolumeProvider = volumes.Content
 // mode.
 var errNoProvider = errors.New("volumes with content from the API server need --kubeconfig")
 
+// errNoClaims explains why a persistentVolumeClaim volume fails in
+// standalone mode.
+var errNoClaims = errors.New("persistentVolumeClaim volumes need --kubeconfig: the claim and its volume are read from the API server")
+
 // volumeHook is the pod-resource pipeline's volume step: it asks the
 // plugin of each of a pod's volumes (package volumes) to make it. The
 // plugins of volumes with API content exist when there is a provider.
@@ -37,6 +41,7 @@ type volumeHook struct {
 var (
 	_ SpecChecker   = (*volumeHook)(nil)
 	_ RunningKeeper = (*volumeHook)(nil)
+	_ Releaser      = (*volumeHook)(nil)
 )
 
 func newVolumeHook(config criconfig.ConfigOptions, provider VolumeProvider) *volumeHook {
@@ -52,8 +57,11 @@ func (h *volumeHook) CheckSpec(pod *v1.Pod) error {
 		plugin := h.plugins.Find(v)
 		if plugin == nil {
 			err := criconfig.CheckVolume(v)
-			if v.Projected != nil {
+			switch {
+			case v.Projected != nil:
 				err = fmt.Errorf("%w (%w)", err, errNoProvider)
+			case v.PersistentVolumeClaim != nil:
+				err = fmt.Errorf("%w (%w)", err, errNoClaims)
 			}
 			return err
 		}
@@ -100,6 +108,15 @@ func (h *volumeHook) Teardown(ctx context.Context, uid types.UID) error {
 		return nil
 	}
 	return h.plugins.TearDown(ctx, uid)
+}
+
+// Release has the plugins undo what must not outlive a stopped pod (the
+// bind mounts of its persistent volumes).
+func (h *volumeHook) Release(ctx context.Context, uid types.UID) error {
+	if uid == "" {
+		return nil
+	}
+	return h.plugins.Release(ctx, uid)
 }
 
 // Prepare makes the node side of a pod's volumes exist, each by its

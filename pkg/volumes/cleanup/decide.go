@@ -49,8 +49,9 @@ const (
 
 // Decide sorts the mounts at or below dir into nodelet's own, to unmount,
 // and the rest, to leave alone. Nodelet's own mounts are the tmpfs of a
-// volume (<dir>/volumes/kubernetes.io~<plugin>/<name>) and the bind mounts
-// of subPaths (<dir>/volume-subpaths/...). Unmounting never loses data, but a
+// volume (<dir>/volumes/kubernetes.io~<plugin>/<name>), the bind mounts of
+// persistent volumes (<dir>/volumes/kubernetes.io~local-volume/<name>) and
+// the bind mounts of subPaths (<dir>/volume-subpaths/...). Unmounting never loses data, but a
 // mount nodelet did not make may still be in use by whoever made it (another
 // kubelet's CSI driver, an operator), so it is refused rather than detached.
 // A mount of nodelet's inside a refused one, or holding one, is refused too:
@@ -121,6 +122,10 @@ func Decide(dir string, mounts []Mount) Plan {
 // is one nodelet makes.
 func owned(rel []string, fsType string) bool {
 	switch {
+	case len(rel) == 3 && rel[0] == volumesDir && rel[1] == volumePluginPfx+layout.PluginLocalVolume:
+		// The bind mount of a persistent volume (any filesystem):
+		// unmounting it leaves the volume's data where it is.
+		return true
 	case len(rel) == 3 && rel[0] == volumesDir && strings.HasPrefix(rel[1], volumePluginPfx) &&
 		len(rel[1]) > len(volumePluginPfx):
 		return fsType == "tmpfs"

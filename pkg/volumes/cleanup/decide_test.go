@@ -32,6 +32,16 @@ func TestDecide(t *testing.T) {
 			unmount: []string{dir + "/volume-subpaths/data/app/0", dir + "/volume-subpaths/cfg/sidecar/1"},
 		},
 		{
+			name:    "persistent volume bind mounts are nodelet's, whatever their filesystem",
+			mounts:  []Mount{ext4(dir + "/volumes/kubernetes.io~local-volume/data")},
+			unmount: []string{dir + "/volumes/kubernetes.io~local-volume/data"},
+		},
+		{
+			name:    "something mounted deeper in a persistent volume is refused",
+			mounts:  []Mount{ext4(dir + "/volumes/kubernetes.io~local-volume/data/x")},
+			refused: []Refusal{refused(ext4(dir+"/volumes/kubernetes.io~local-volume/data/x"), reasonForeign)},
+		},
+		{
 			name:    "a non-tmpfs volume (another kubelet's NFS) is refused",
 			mounts:  []Mount{{Point: dir + "/volumes/kubernetes.io~nfs/data", FSType: "nfs4", Source: "srv:/export"}},
 			refused: []Refusal{refused(Mount{Point: dir + "/volumes/kubernetes.io~nfs/data", FSType: "nfs4", Source: "srv:/export"}, reasonForeign)},
