@@ -21,6 +21,8 @@ type fitNode struct {
 	local *v1.Node
 	mu    sync.Mutex
 	api   func() *v1.Node
+	// devices, when set, gives the device plugins' healthy counts.
+	devices nodeDevices
 }
 
 // newFitNode builds the local Node from the options and the machine (no
@@ -55,5 +57,5 @@ func (f *fitNode) get() admission.Node {
 			n = registered
 		}
 	}
-	return admission.Node{Object: n, Allocatable: n.Status.Allocatable}
+	return admission.Node{Object: n, Allocatable: withDeviceAllocatable(n.Status.Allocatable, f.devices)}
 }
