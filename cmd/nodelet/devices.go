@@ -14,7 +14,6 @@ import (
 // plugins (*deviceplugin.Manager).
 type nodeDevices interface {
 	Resources() map[v1.ResourceName]deviceplugin.Counts
-	Allocatable() v1.ResourceList
 }
 
 // withDevices adds the device plugins' resources to the facts of src.
@@ -32,18 +31,19 @@ func withDevices(src node.FactSource, d nodeDevices) node.FactSource {
 	})
 }
 
-// withDeviceAllocatable is allocatable with the device plugins' healthy
-// counts (fresher than the Node the API shows).
-func withDeviceAllocatable(allocatable v1.ResourceList, d nodeDevices) v1.ResourceList {
+// withoutDevices is allocatable without the device plugins' resources:
+// the device manager's admission (admitDevices, before the predicates)
+// judges them against its own free healthy devices, as upstream's, so the
+// predicates leave them alone. The Node the API shows lags behind (after a
+// restart, before the plugin registers again, it has no healthy device):
+// judged by it, a pod holding devices would be refused on re-admission.
+func withoutDevices(allocatable v1.ResourceList, d nodeDevices) v1.ResourceList {
 	if d == nil {
 		return allocatable
 	}
 	out := allocatable.DeepCopy()
-	if out == nil {
-		out = v1.ResourceList{}
-	}
-	for name, q := range d.Allocatable() {
-		out[name] = q
+	for name := range d.Resources() {
+		delete(out, name)
 	}
 	return out
 }

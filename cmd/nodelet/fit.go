@@ -21,7 +21,8 @@ type fitNode struct {
 	local *v1.Node
 	mu    sync.Mutex
 	api   func() *v1.Node
-	// devices, when set, gives the device plugins' healthy counts.
+	// devices, when set, are the device plugins, whose resources their
+	// own admission judges.
 	devices nodeDevices
 }
 
@@ -57,5 +58,5 @@ func (f *fitNode) get() admission.Node {
 			n = registered
 		}
 	}
-	return admission.Node{Object: n, Allocatable: withDeviceAllocatable(n.Status.Allocatable, f.devices)}
+	return admission.Node{Object: n, Allocatable: withoutDevices(n.Status.Allocatable, f.devices)}
 }

@@ -7,16 +7,11 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
-
-func resourceQuantity(n int64) *resource.Quantity {
-	return resource.NewQuantity(n, resource.DecimalSI)
-}
 
 // AdmissionError is a pod refused at admission for its devices.
 type AdmissionError struct{ Message string }

@@ -261,18 +261,6 @@ func (m *Manager) Resources() map[v1.ResourceName]Counts {
 	return counts
 }
 
-// Allocatable are the healthy device counts, for admission.
-func (m *Manager) Allocatable() v1.ResourceList {
-	out := v1.ResourceList{}
-	m.mu.Lock()
-	counts, _ := NodeCounts(m.statesLocked(), m.now())
-	m.mu.Unlock()
-	for name, c := range counts {
-		out[name] = *resourceQuantity(c.Allocatable)
-	}
-	return out
-}
-
 func (m *Manager) statesLocked() map[string]ResourceState {
 	out := make(map[string]ResourceState, len(m.resources))
 	for name, r := range m.resources {
