@@ -100,7 +100,9 @@ func TestPickMessageIsUpstreams(t *testing.T) {
 
 func TestDeviceRequests(t *testing.T) {
 	known := func(n string) bool { return n == "example.com/r" }
-	c := func(l v1.ResourceList) *v1.Container { return &v1.Container{Name: "c", Resources: v1.ResourceRequirements{Limits: l}} }
+	c := func(l v1.ResourceList) *v1.Container {
+		return &v1.Container{Name: "c", Resources: v1.ResourceRequirements{Limits: l}}
+	}
 	for _, tc := range []struct {
 		name  string
 		c     *v1.Container

@@ -281,4 +281,6 @@ func TestApplyResponse(t *testing.T) {
 	}
 }
 
-func metaUID(uid string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid)} }
+func metaUID(uid string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid)}
+}
