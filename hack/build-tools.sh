@@ -8,7 +8,7 @@
 # Usage: hack/build-tools.sh [OUT_DIR]      (default: _output/tools/bin)
 #        TOOLS="etcd kube-apiserver" hack/build-tools.sh   builds only those
 #        (known: etcd kube-apiserver kubelet kubectl kube-controller-manager kube-scheduler
-#        e2e.test ginkgo agnhost nnp kubeadm; default: etcd kube-apiserver kubelet).
+#        e2e.test ginkgo agnhost nnp kubeadm sample-device-plugin; default: etcd kube-apiserver kubelet).
 # Only binaries that are missing or stale are built. Staleness = a stamp next to each
 # binary holding the hash of tools/go.mod + tools/go.sum + the Go version + this script's
 # build flags, so a second run is instant. The Go build cache (~/.cache/go-build) makes a
@@ -46,6 +46,7 @@ declare -A PKG=(
   [agnhost]="k8s.io/kubernetes/test/images/agnhost"
   [nnp]="k8s.io/kubernetes/test/images/nonewprivs" # the nonewprivs image's setuid program
   [kubeadm]="k8s.io/kubernetes/cmd/kubeadm"
+  [sample-device-plugin]="k8s.io/kubernetes/test/images/sample-device-plugin" # device plugin e2e (e2e/deviceplugin_test.go)
 )
 ORDER=(etcd kube-apiserver kubelet)
 WANT=(${TOOLS:-${ORDER[@]}})

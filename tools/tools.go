@@ -18,6 +18,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/images/nonewprivs"
+	_ "k8s.io/kubernetes/test/images/sample-device-plugin"
 
 	// The imports of k8s.io/kubernetes/test/e2e's test files, so that `go mod tidy`
 	// keeps every module `go test -c k8s.io/kubernetes/test/e2e` needs.

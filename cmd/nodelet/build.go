@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/certs"
 	"github.com/nodelet/nodelet/pkg/config"
 	"github.com/nodelet/nodelet/pkg/credentialprovider"
+	"github.com/nodelet/nodelet/pkg/deviceplugin"
 	"github.com/nodelet/nodelet/pkg/gc"
 	"github.com/nodelet/nodelet/pkg/images"
 	"github.com/nodelet/nodelet/pkg/kube"
@@ -156,6 +158,12 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	if podCg != nil {
 		syncOpts.Cgroups = podCg
 	}
+	devices, err := deviceplugin.New(filepath.Join(opts.RootDir, deviceplugin.DirName))
+	if err != nil {
+		return nil, err
+	}
+	add(component{"device plugins", devices.Run})
+	syncOpts.Devices = devices
 	syncer := podsync.New(client, recorder, syncOpts)
 
 	merger := config.NewMerger(config.Incremental)
@@ -187,7 +195,8 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	}
 
 	fit := newFitNode(ctx, opts, nodeName, nodeIPList(hostIP, opts))
-	admit, err := podAdmission(opts, features, fit)
+	fit.devices = devices
+	admit, err := podAdmission(opts, features, fit, devices)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +220,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 			if podCg != nil {
 				err = errors.Join(err, sweepPodCgroups(ctx, podCg, newRuntimeLister(client), wanted))
 			}
-			return err
+			return errors.Join(err, devices.Release(wanted))
 		}),
 	})
 	if err != nil {
@@ -238,7 +247,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 	var shuttingDown shutdownState
 	if cl != nil {
 		ctrl, err := cl.nodeController(nodeHost{runtime: client, diskPressure: imageGC.DiskPressure, runtimeHealthy: relister.Healthy,
-			shuttingDown: shuttingDown.get}, recorder)
+			shuttingDown: shuttingDown.get, devices: devices}, recorder)
 		if err != nil {
 			return nil, err
 		}

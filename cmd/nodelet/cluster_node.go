@@ -21,6 +21,7 @@ type nodeHost struct {
 	diskPressure   func() bool
 	runtimeHealthy func() error
 	shuttingDown   func() bool
+	devices        nodeDevices // nil: no device plugins
 }
 
 // nodeController registers the Node and keeps its status and Lease fresh.
@@ -33,7 +34,7 @@ func (c *cluster) nodeController(h nodeHost, recorder record.EventRecorder) (*no
 	if err != nil {
 		return nil, err
 	}
-	ctrl, err := node.NewController(nodeConfig(c.opts, c.nodeName, ips), node.Clients{Client: c.client, Heartbeat: heartbeat}, node.NewHostFacts(host), recorder)
+	ctrl, err := node.NewController(nodeConfig(c.opts, c.nodeName, ips), node.Clients{Client: c.client, Heartbeat: heartbeat}, withDevices(node.NewHostFacts(host), h.devices), recorder)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,9 @@ type fitNode struct {
 	local *v1.Node
 	mu    sync.Mutex
 	api   func() *v1.Node
+	// devices, when set, are the device plugins, whose resources their
+	// own admission judges.
+	devices nodeDevices
 }
 
 // newFitNode builds the local Node from the options and the machine (no
@@ -56,7 +59,7 @@ func (f *fitNode) get() admission.Node {
 			n = registered
 		}
 	}
-	return admission.Node{Object: n, Allocatable: n.Status.Allocatable}
+	return admission.Node{Object: n, Allocatable: withoutDevices(n.Status.Allocatable, f.devices)}
 }
 
 // podPreemption chooses, as upstream, the pods to stop so that a critical

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/admission"
 	"github.com/nodelet/nodelet/pkg/agent"
+	"github.com/nodelet/nodelet/pkg/deviceplugin"
 	"github.com/nodelet/nodelet/pkg/kube"
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/pod"
@@ -45,7 +46,7 @@ func securityFeatures(ctx context.Context, client *cri.Client) runtimeFeatures {
 // kernel and the runtime can enforce, then whether the pod fits on the node
 // beside the active pods, in upstream's order (its security handlers come
 // before its resource predicates).
-func podAdmission(opts *options.Options, rt runtimeFeatures, fit *fitNode) (agent.AdmitFunc, error) {
+func podAdmission(opts *options.Options, rt runtimeFeatures, fit *fitNode, devices *deviceplugin.Manager) (agent.AdmitFunc, error) {
 	kernel := security.KernelRelease()
 	sysctls, err := security.NewSysctlAllowlist(append(security.SafeSysctls(kernel), opts.AllowedUnsafeSysctls...))
 	if err != nil {
@@ -59,7 +60,17 @@ func podAdmission(opts *options.Options, rt runtimeFeatures, fit *fitNode) (agen
 		if r := security.Admit(p, node); r != nil {
 			return r
 		}
+		// Devices before the resource predicates, as upstream's
+		// resource allocation admit handler.
+		if r := admitDevices(devices, p); r != nil {
+			return r
+		}
 		if r := admission.Fit(p, active, fit.get(), pod.IsStatic(p)); r != nil {
+			if devices != nil {
+				if err := devices.ReleasePod(p.UID); err != nil {
+					klog.ErrorS(err, "Release the devices of a refused pod", "pod", klog.KObj(p))
+				}
+			}
 			return &security.Rejection{Reason: r.Reason, Message: r.Message}
 		}
 		return nil

@@ -169,6 +169,7 @@ func DesiredStatus(cfg Config, f Facts, old v1.NodeStatus, now time.Time) v1.Nod
 	st := *old.DeepCopy()
 	st.Capacity = capacity(cfg, f.Machine, st.Capacity)
 	st.Allocatable = allocatable(st.Capacity, st.Allocatable, reservation(cfg, st.Capacity))
+	setDevices(&st, f.Devices)
 
 	st.Addresses = addresses(cfg, old.Addresses)
 	st.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort

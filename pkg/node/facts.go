@@ -30,6 +30,15 @@ type Facts struct {
 	// Images are the images on the node for status.images, nil when the
 	// runtime could not be asked (an empty slice means none).
 	Images []v1.ContainerImage
+	// Devices are the device plugins' extended resources (nil: no device
+	// manager).
+	Devices map[v1.ResourceName]DeviceCount
+}
+
+// DeviceCount is one extended resource of the device plugins: capacity
+// every device, allocatable the healthy ones.
+type DeviceCount struct {
+	Capacity, Allocatable int64
 }
 
 // Machine is the hardware and OS the node reports. Capacity figures of 0 are

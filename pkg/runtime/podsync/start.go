@@ -54,6 +54,9 @@ func (s *Syncer) startContainer(ctx context.Context, pod *v1.Pod, st plan.Start,
 		params.EnvObjects = s.readEnvObjects(ctx, pod, st.Spec)
 		cfg, binds, err = criconfig.ContainerConfig(pod, st.Spec, params, s.opts.Config)
 	}
+	if err == nil && s.opts.Devices != nil {
+		err = s.opts.Devices.Apply(ctx, pod, st.Spec, cfg)
+	}
 	if err == nil {
 		// Last: binding subPaths is I/O, done only for a config that is
 		// otherwise complete.

@@ -127,6 +127,9 @@ type Options struct {
 	// Probes returns what the probes found of a pod's containers
 	// (prober.Manager.View); nil: no probes.
 	Probes func(uid types.UID) plan.Probes
+	// Devices applies the device plugins' allocation to a container's
+	// config at its start; nil: none.
+	Devices ContainerDevices
 	// PullProgressInterval is how often a pull still going is logged
 	// (DefaultPullProgressInterval).
 	PullProgressInterval time.Duration
@@ -538,4 +541,10 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// ContainerDevices applies the devices a container holds (device plugins)
+// to its CRI config; a container holding none is left as it is.
+type ContainerDevices interface {
+	Apply(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error
 }
