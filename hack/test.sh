@@ -31,7 +31,7 @@ fuzz() {
 # What e2e/kubeadm_test.go runs: kubeadm and the control plane it runs as static pods.
 KUBEADM_TOOLS="etcd kube-apiserver kube-controller-manager kube-scheduler kubeadm"
 # What the e2e stage's tests need from the tools module.
-E2E_TOOLS="etcd kube-apiserver kubelet kube-controller-manager kube-scheduler kubeadm"
+E2E_TOOLS="etcd kube-apiserver kubelet kube-controller-manager kube-scheduler kubeadm sample-device-plugin"
 
 e2e() {
   require_root
