@@ -26,20 +26,7 @@ func TestClusterAdmissionFit(t *testing.T) {
 	framework.StartNodelet(t, rt, "--kubeconfig", cluster.NodeKubeconfig, "--max-pods", "3")
 	cpWaitNode(t, admin)
 
-	apply := func(name, extra string) {
-		t.Helper()
-		manifest := fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: %s, namespace: default}
-spec:
-  nodeName: %s
-  automountServiceAccountToken: false
-  terminationGracePeriodSeconds: 1
-%s`, name, framework.NodeName, extra)
-		if out, err := cluster.KubectlInput(manifest, "apply", "-f", "-"); err != nil {
-			t.Fatalf("%s: %v: %s", name, err, out)
-		}
-	}
+	apply := func(name, extra string) { t.Helper(); applyBoundPod(t, cluster, name, extra) }
 	container := func(resources, ports string) string {
 		return fmt.Sprintf(`  containers:
   - name: app
@@ -73,4 +60,22 @@ spec:
 	cpWaitPod(t, admin, "third", 90*time.Second, "running", cpRunningInAPI)
 	apply("fourth", container("", ""))
 	refused("fourth", "OutOfpods", "requested: 1, used: 3, capacity: 3")
+}
+
+// applyBoundPod applies, with kubectl, pod name in the default namespace
+// bound to the test node (no scheduler, no token), extra being the rest of
+// its spec.
+func applyBoundPod(t *testing.T, cluster *framework.Cluster, name, extra string) {
+	t.Helper()
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default}
+spec:
+  nodeName: %s
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+%s`, name, framework.NodeName, extra)
+	if out, err := cluster.KubectlInput(manifest, "apply", "-f", "-"); err != nil {
+		t.Fatalf("%s: %v: %s", name, err, out)
+	}
 }

@@ -62,20 +62,7 @@ func TestClusterNodeAllocatable(t *testing.T) {
 		t.Errorf("kubepods cpu.shares %s, want %s", got, want)
 	}
 
-	apply := func(name, extra string) {
-		t.Helper()
-		manifest := fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: %s, namespace: default}
-spec:
-  nodeName: %s
-  automountServiceAccountToken: false
-  terminationGracePeriodSeconds: 1
-%s`, name, framework.NodeName, extra)
-		if out, err := cluster.KubectlInput(manifest, "apply", "-f", "-"); err != nil {
-			t.Fatalf("%s: %v: %s", name, err, out)
-		}
-	}
+	apply := func(name, extra string) { t.Helper(); applyBoundPod(t, cluster, name, extra) }
 	withRequests := func(requests string) string {
 		return fmt.Sprintf(`  containers:
   - name: app

@@ -28,11 +28,11 @@ const ResourcePID v1.ResourceName = "pid"
 // allocatableFlagSpecs are the node allocatable flags of issue 17.
 func allocatableFlagSpecs() []flagSpec {
 	return []flagSpec{
-		pairsFlag("kube-reserved", "=", "Resources reserved for Kubernetes daemons (nodelet, the runtime), as resource=quantity pairs separated by ',': cpu, memory, ephemeral-storage, pid. Taken out of node allocatable.",
+		pairsFlag("kube-reserved", "pair", "=", "Resources reserved for Kubernetes daemons (nodelet, the runtime), as resource=quantity pairs separated by ',': cpu, memory, ephemeral-storage, pid. Taken out of node allocatable.",
 			func(o *Options) *map[string]string { return &o.KubeReserved }),
-		pairsFlag("system-reserved", "=", "Resources reserved for system daemons, as resource=quantity pairs separated by ',': cpu, memory, ephemeral-storage, pid. Taken out of node allocatable.",
+		pairsFlag("system-reserved", "pair", "=", "Resources reserved for system daemons, as resource=quantity pairs separated by ',': cpu, memory, ephemeral-storage, pid. Taken out of node allocatable.",
 			func(o *Options) *map[string]string { return &o.SystemReserved }),
-		pairsFlag("eviction-hard", "<", "Hard eviction thresholds, as signal<value pairs separated by ','. nodelet does not evict yet: memory.available and nodefs.available are only taken out of node allocatable, as upstream does.",
+		pairsFlag("eviction-hard", "pair", "<", "Hard eviction thresholds, as signal<value pairs separated by ','. nodelet does not evict yet: memory.available and nodefs.available are only taken out of node allocatable, as upstream does.",
 			func(o *Options) *map[string]string { return &o.EvictionHard }),
 		stringSliceFlag("enforce-node-allocatable", "Comma-separated levels of node allocatable enforcement: pods (limits on the kubepods cgroup), system-reserved, kube-reserved (limits on --system-reserved-cgroup / --kube-reserved-cgroup), or none. Needs --cgroups-per-qos.",
 			func(o *Options) *[]string { return &o.EnforceNodeAllocatable }),
@@ -43,14 +43,15 @@ func allocatableFlagSpecs() []flagSpec {
 	}
 }
 
-// pairsFlag registers a map flag of key<sep>value pairs separated by ','.
-// The first use replaces the default, later uses add to it, as upstream's
-// map flags.
-func pairsFlag(name, sep, usage string, field func(*Options) *map[string]string) flagSpec {
+// pairsFlag registers a map flag of key<sep>value pairs separated by ','
+// (--node-labels, the reservations, --eviction-hard); what names a pair in
+// errors. The first use replaces the default, later uses add to it and a
+// later value for a key wins, as upstream's map flags.
+func pairsFlag(name, what, sep, usage string, field func(*Options) *map[string]string) flagSpec {
 	return flagSpec{
 		name: name,
 		register: func(fs *pflag.FlagSet, d *Options) {
-			fs.Var(&pairsValue{sep: sep, m: maps.Clone(*field(d))}, name, usage)
+			fs.Var(&pairsValue{what: what, sep: sep, m: maps.Clone(*field(d))}, name, usage)
 		},
 		apply: func(fs *pflag.FlagSet, o *Options) error {
 			v, ok := fs.Lookup(name).Value.(*pairsValue)
@@ -64,9 +65,9 @@ func pairsFlag(name, sep, usage string, field func(*Options) *map[string]string)
 }
 
 type pairsValue struct {
-	sep string
-	m   map[string]string
-	set bool
+	what, sep string
+	m         map[string]string
+	set       bool
 }
 
 func (p *pairsValue) Set(s string) error {
@@ -89,7 +90,7 @@ func (p *pairsValue) Set(s string) error {
 			k, v, ok := strings.Cut(pair, p.sep)
 			k = strings.TrimSpace(k)
 			if !ok || k == "" {
-				return fmt.Errorf("malformed pair %q, want key%svalue", pair, p.sep)
+				return fmt.Errorf("malformed %s %q, want key%svalue", p.what, pair, p.sep)
 			}
 			m[k] = strings.TrimSpace(v)
 		}

@@ -135,24 +135,6 @@ func headerFlag(name, usage string) flagSpec {
 	}
 }
 
-// labelsFlag registers --node-labels.
-func labelsFlag(name, usage string) flagSpec {
-	return flagSpec{
-		name: name,
-		register: func(fs *pflag.FlagSet, _ *Options) {
-			fs.Var(&labelsValue{}, name, usage)
-		},
-		apply: func(fs *pflag.FlagSet, o *Options) error {
-			v, ok := fs.Lookup(name).Value.(*labelsValue)
-			if !ok {
-				return fmt.Errorf("--%s is registered with an unexpected type", name)
-			}
-			o.NodeLabels = v.m
-			return nil
-		},
-	}
-}
-
 // flagSpecs lists every flag nodelet implements.
 func flagSpecs() []flagSpec {
 	return []flagSpec{
@@ -178,7 +160,8 @@ func flagSpecs() []flagSpec {
 			func(o *Options) *string { return &o.HostnameOverride }),
 		stringFlag("node-ip", "IP address (or comma-separated dual-stack pair) of the node.",
 			func(o *Options) *string { return &o.NodeIP }),
-		labelsFlag("node-labels", "Labels to add when registering the node, as key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces are restricted to the kubelet-settable set."),
+		pairsFlag("node-labels", "label", "=", "Labels to add when registering the node, as key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces are restricted to the kubelet-settable set.",
+			func(o *Options) *map[string]string { return &o.NodeLabels }),
 
 		stringFlag("pod-manifest-path", "Directory of static pod manifests to run, or a single manifest file.",
 			func(o *Options) *string { return &o.StaticPodPath }),

@@ -48,39 +48,3 @@ func (h *headerValue) String() string {
 }
 
 func (h *headerValue) Type() string { return "key:value" }
-
-// labelsValue is the pflag.Value behind --node-labels: comma-separated
-// "key=value" pairs, repeatable; a later value for a key wins.
-type labelsValue struct {
-	m   map[string]string
-	set bool
-}
-
-func (l *labelsValue) Set(s string) error {
-	if !l.set {
-		l.m = map[string]string{}
-		l.set = true
-	}
-	for _, pair := range strings.Split(s, ",") {
-		if strings.TrimSpace(pair) == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(pair, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return fmt.Errorf("malformed label %q, want key=value", pair)
-		}
-		l.m[k] = strings.TrimSpace(v)
-	}
-	return nil
-}
-
-func (l *labelsValue) String() string {
-	var pairs []string
-	for _, k := range slices.Sorted(maps.Keys(l.m)) {
-		pairs = append(pairs, k+"="+l.m[k])
-	}
-	return strings.Join(pairs, ",")
-}
-
-func (l *labelsValue) Type() string { return "key=value" }

@@ -64,7 +64,7 @@ func TestLabelsFlag(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &labelsValue{}
+			v := &pairsValue{what: "label", sep: "="}
 			var err error
 			for _, s := range tc.sets {
 				if err = v.Set(s); err != nil {
