@@ -28,20 +28,10 @@ const (
 	MessageDisruption          = "Pod was preempted by Kubelet to accommodate a critical pod."
 )
 
-// SystemCriticalPriority is the lowest priority of the system-* priority
-// classes: a pod at or above it is critical.
-const SystemCriticalPriority int32 = 2000000000
-
-// IsCritical reports whether p is critical, as upstream: a static or
-// mirror pod, or one of system-critical priority.
-func IsCritical(p *v1.Pod) bool {
-	return podutil.IsStatic(p) || podutil.IsMirror(p) || (p.Spec.Priority != nil && *p.Spec.Priority >= SystemCriticalPriority)
-}
-
 // preemptable reports whether preemptor may preempt preemptee: a critical
 // pod any non-critical one, else a pod of higher priority, as upstream.
 func preemptable(preemptor, preemptee *v1.Pod) bool {
-	if IsCritical(preemptor) && !IsCritical(preemptee) {
+	if podutil.IsCritical(preemptor) && !podutil.IsCritical(preemptee) {
 		return true
 	}
 	return preemptor.Spec.Priority != nil && preemptee.Spec.Priority != nil && *preemptor.Spec.Priority > *preemptee.Spec.Priority

@@ -32,22 +32,6 @@ func names(ps []*v1.Pod) string {
 	return strings.Join(s, ",")
 }
 
-func TestIsCritical(t *testing.T) {
-	for _, tc := range []struct {
-		p    *v1.Pod
-		want bool
-	}{
-		{podWith("plain"), false},
-		{podWith("static", static), true},
-		{podWith("system", priority(SystemCriticalPriority)), true},
-		{podWith("high", priority(SystemCriticalPriority-1)), false},
-	} {
-		if got := IsCritical(tc.p); got != tc.want {
-			t.Errorf("%s: %v", tc.p.Name, got)
-		}
-	}
-}
-
 func TestShortfall(t *testing.T) {
 	alloc := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"), v1.ResourcePods: resource.MustParse("3")}
 	active := []*v1.Pod{podWith("a", requests("1", "1Gi")), podWith("b", requests("500m", "2Gi"))}
@@ -73,7 +57,7 @@ func TestPreemptees(t *testing.T) {
 	g1g := podWith("g1g", limits("500m", "1Gi"))
 	g3g := podWith("g3g", limits("500m", "3Gi"))
 	critical := podWith("crit", static)
-	criticalRunning := podWith("sys", priority(SystemCriticalPriority), requests("100m", "4Gi"))
+	criticalRunning := podWith("sys", priority(podutil.SystemCriticalPriority), requests("100m", "4Gi"))
 	mem := func(s string) []Requirement {
 		q := resource.MustParse(s)
 		return []Requirement{{v1.ResourceMemory, q.Value()}}

@@ -40,7 +40,7 @@ func (a *Agent) admitted(p *v1.Pod, created bool) bool {
 	}
 	active := a.activePods(p.UID)
 	r := a.admit(p, active)
-	if r != nil && a.preempt != nil && admission.IsCritical(p) && admission.IsResourceReason(r.Reason) {
+	if r != nil && a.preempt != nil && pod.IsCritical(p) && admission.IsResourceReason(r.Reason) {
 		r = a.preemptFor(p, active, r)
 	}
 	if r == nil {

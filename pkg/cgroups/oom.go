@@ -95,9 +95,5 @@ func isNodeCritical(pod *v1.Pod) bool {
 	if pod.Spec.PriorityClassName != systemNodeCritical {
 		return false
 	}
-	return podutil.IsStatic(pod) || podutil.IsMirror(pod) ||
-		(pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority)
+	return podutil.IsCritical(pod)
 }
-
-// systemCriticalPriority is the lowest priority of the system-* classes.
-const systemCriticalPriority = 2000000000

@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	podutil "github.com/nodelet/nodelet/pkg/pod"
 )
 
 func TestOOMScoreAdj(t *testing.T) {
@@ -14,7 +16,7 @@ func TestOOMScoreAdj(t *testing.T) {
 	burst := func(name, mem string) v1.Container { return ctr(name, res("memory", mem), nil) }
 	side := burst("side", "10Mi")
 	side.RestartPolicy = &always
-	prio := int32(systemCriticalPriority)
+	prio := podutil.SystemCriticalPriority
 	tests := []struct {
 		name     string
 		pod      v1.Pod

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	podutil "github.com/nodelet/nodelet/pkg/pod"
 )
 
-// CriticalPriority is the priority of the system-cluster-critical and
-// system-node-critical priority classes' lower bound (upstream's
-// SystemCriticalPriority): pods at or above it are stopped last.
-const CriticalPriority int32 = 2000000000
+// CriticalPriority is the lower bound of the system-cluster-critical and
+// system-node-critical priority classes: pods at or above it are stopped
+// last.
+const CriticalPriority = podutil.SystemCriticalPriority
 
 // What a pod stopped for a node shutdown shows in its status, as upstream.
 const (
