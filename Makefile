@@ -4,7 +4,7 @@ STATE ?= $(CURDIR)/_state
 .PHONY: build run test unit e2e faults soak kubeadm-test bench runtime-up runtime-down tools cluster-up cluster-down fuzz conformance conformance-report
 
 build:
-	go build -o _output/bin/nodelet ./cmd/nodelet
+	CGO_ENABLED=0 go build -o _output/bin/nodelet ./cmd/nodelet
 
 # Sets up containerd and runs nodelet standalone on examples/manifests.
 run:

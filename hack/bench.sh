@@ -48,7 +48,7 @@ trap cleanup EXIT
 NODELET_BIN="$WORK/nodelet"
 if [[ -d cmd/nodelet ]]; then
   log "building nodelet"
-  go build -o "$NODELET_BIN" ./cmd/nodelet || log "WARNING: nodelet does not build; its leg reports 'not available'"
+  CGO_ENABLED=0 go build -o "$NODELET_BIN" ./cmd/nodelet || log "WARNING: nodelet does not build; its leg reports 'not available'"
 else
   log "no cmd/nodelet yet; the nodelet leg reports 'not available'"
 fi

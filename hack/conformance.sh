@@ -69,7 +69,7 @@ if [[ "$AGENT" == nodelet ]]; then
     (cd "$NODELET_ROOT" && CGO_ENABLED=1 go build -race -buildvcs=false -o _output/bin/nodelet-race ./cmd/nodelet)
   else
     log "building nodelet"
-    (cd "$NODELET_ROOT" && go build -buildvcs=false -o _output/bin/nodelet ./cmd/nodelet)
+    (cd "$NODELET_ROOT" && CGO_ENABLED=0 go build -buildvcs=false -o _output/bin/nodelet ./cmd/nodelet)
   fi
 fi
 

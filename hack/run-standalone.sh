@@ -16,7 +16,7 @@ bash hack/runtime-up.sh "$state/runtime"
 endpoint="unix://$state/runtime/containerd.sock"
 
 log "building nodelet"
-go build -o _output/bin/nodelet ./cmd/nodelet
+CGO_ENABLED=0 go build -o _output/bin/nodelet ./cmd/nodelet
 
 # A KubeletConfiguration file, as an operator would write one, keeps the pod logs under the state dir.
 cat >"$state/nodelet/config.yaml" <<CFG

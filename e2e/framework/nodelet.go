@@ -81,6 +81,8 @@ func PlainNodeletBinary(t testing.TB) string {
 		plainBin = filepath.Join(dir, "nodelet")
 		cmd := exec.Command("go", "build", "-o", plainBin, "./cmd/nodelet")
 		cmd.Dir = RepoRoot()
+		// As shipped (Makefile): static, no libc mapped into the agent.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			plainErr = fmt.Errorf("go build ./cmd/nodelet: %w\n%s", err, out)
 		}
