@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -20,26 +19,7 @@ import (
 func TestShutdownGracePeriodReported(t *testing.T) {
 	rt := framework.StartRuntime(t)
 	n := framework.NewNodelet(t, rt)
-	cfg := ""
-	for i, a := range n.Args {
-		if a == "--config" && i+1 < len(n.Args) {
-			cfg = n.Args[i+1]
-		}
-	}
-	if cfg == "" {
-		t.Fatalf("no --config among the framework's arguments %q", n.Args)
-	}
-	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteString("shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, n, "shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n")
 	n.Start() // waits for healthz: start-up logging is done
 
 	var want []string

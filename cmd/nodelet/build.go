@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -37,6 +38,7 @@ import (
 	"github.com/nodelet/nodelet/pkg/runtime/podsync"
 	"github.com/nodelet/nodelet/pkg/server"
 	"github.com/nodelet/nodelet/pkg/status"
+	"github.com/nodelet/nodelet/pkg/tracing"
 	"github.com/nodelet/nodelet/pkg/version"
 	"github.com/nodelet/nodelet/pkg/volumes"
 )
@@ -68,7 +70,7 @@ func (d *daemon) startEvents() (stop func()) {
 // build constructs every part of nodelet from its dependencies, in the
 // order they need each other; nothing runs yet. client is the runtime's,
 // already answering.
-func build(ctx context.Context, opts *options.Options, client *cri.Client) (*daemon, error) {
+func build(ctx context.Context, opts *options.Options, client *cri.Client, tp trace.TracerProvider) (*daemon, error) {
 	nodeName := opts.Hostname
 	hostIP, err := nodeIP(opts)
 	if err != nil {
@@ -208,6 +210,7 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		return nil, err
 	}
 	relister := pleg.New(lister, opts.RelistPeriod, metrics.PLEG{})
+	tracer := tp.Tracer(tracing.Scope)
 	ag, err := agent.New(agent.Config{
 		NodeName: nodeName, HostIP: hostIP, HostIPs: nodeIPList(hostIP, opts), RuntimeName: runtimeName(ctx, client),
 		ResyncPeriod: opts.SyncFrequency, ContainerGCPeriod: time.Minute, RootDir: opts.RootDir,
@@ -215,7 +218,10 @@ func build(ctx context.Context, opts *options.Options, client *cri.Client) (*dae
 		Runtime: podRuntime{client, syncer}, Relister: relister,
 		Updates: merger.Updates(), Sources: merger.Sources(), Pods: pods, Statuses: statuses,
 		Wakeups: wakeups, Prober: probes, Admit: admit, Preempt: podPreemption(fit), Recorder: recorder, Cluster: member,
+		Tracer: tracer,
 		Housekeeper: containerGCFunc(func(ctx context.Context, wanted func(types.UID) bool) error {
+			ctx, span := tracer.Start(ctx, "Containers/GarbageCollect")
+			defer span.End()
 			_, err := containerGC.GarbageCollect(ctx, wanted)
 			if podCg != nil {
 				err = errors.Join(err, sweepPodCgroups(ctx, podCg, newRuntimeLister(client), wanted))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/runtime/cri"
+	"github.com/nodelet/nodelet/pkg/tracing"
 )
 
 // eventSourceComponent is the source of the events nodelet records:
@@ -26,13 +27,26 @@ func run(ctx context.Context, opts *options.Options) error {
 	if err := os.MkdirAll(opts.RootDir, 0o750); err != nil {
 		return fmt.Errorf("create root dir: %w", err)
 	}
-	client, err := dialRuntime(ctx, opts.ContainerRuntimeEndpoint)
+	tp, err := tracing.NewProvider(ctx, opts.Tracing, opts.Hostname)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Flush the spans batched so far; an exporter that cannot reach
+		// its endpoint must not hold up the stop.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(sctx); err != nil {
+			klog.InfoS("Tracing: spans not flushed at stop", "err", err)
+		}
+	}()
+	client, err := dialRuntime(ctx, opts.ContainerRuntimeEndpoint, cri.Options{Tracing: tp})
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 
-	d, err := build(ctx, opts, client)
+	d, err := build(ctx, opts, client, tp)
 	if err != nil {
 		return err
 	}
@@ -51,14 +65,14 @@ func run(ctx context.Context, opts *options.Options) error {
 // dialRuntime waits for the runtime to answer: at boot it may start after
 // nodelet. It gives up after a minute with the last error, so a wrong
 // endpoint is reported rather than waited on forever.
-func dialRuntime(ctx context.Context, endpoint string) (*cri.Client, error) {
+func dialRuntime(ctx context.Context, endpoint string, copts cri.Options) (*cri.Client, error) {
 	var client *cri.Client
 	var lastErr error
 	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: 1 << 30}
 	dctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	err := wait.ExponentialBackoffWithContext(dctx, backoff, func(ctx context.Context) (bool, error) {
-		client, lastErr = cri.Dial(ctx, endpoint)
+		client, lastErr = cri.Dial(ctx, endpoint, copts)
 		if lastErr != nil {
 			klog.InfoS("Waiting for the container runtime", "endpoint", endpoint, "err", lastErr)
 			return false, nil

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -115,6 +117,8 @@ type Deps struct {
 	Housekeeper Housekeeper
 	// Cluster makes the agent a cluster member (nil: standalone).
 	Cluster Cluster
+	// Tracer starts the spans of pod syncs (nil: none).
+	Tracer trace.Tracer
 }
 
 // Agent owns the sync loop.
@@ -128,6 +132,7 @@ type Agent struct {
 	cluster  Cluster // nil when standalone
 	prober   Prober  // nil: no probes run
 	wakeups  *Wakeups
+	tracer   trace.Tracer
 
 	pods     *pod.Manager
 	statuses *status.Cache
@@ -178,10 +183,13 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if deps.Wakeups == nil {
 		deps.Wakeups = NewWakeups()
 	}
+	if deps.Tracer == nil {
+		deps.Tracer = noop.NewTracerProvider().Tracer("")
+	}
 	return &Agent{
 		cfg: cfg, rt: deps.Runtime, relister: deps.Relister, updates: deps.Updates, sources: deps.Sources,
 		gc: deps.Housekeeper, cluster: deps.Cluster, prober: deps.Prober, wakeups: deps.Wakeups,
-		admit: deps.Admit, preempt: deps.Preempt, recorder: deps.Recorder,
+		admit: deps.Admit, preempt: deps.Preempt, recorder: deps.Recorder, tracer: deps.Tracer,
 		pods: deps.Pods, statuses: deps.Statuses, seen: sets.New[string](), rejected: sets.New[types.UID](),
 		slowFirstSync: defaultSlowFirstSync,
 	}, nil

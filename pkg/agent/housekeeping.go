@@ -5,6 +5,8 @@ import (
 	"os"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -121,8 +123,17 @@ func (a *Agent) removeOrphanedPodDirs(ctx context.Context) {
 		if !e.IsDir() || a.wanted(uid) || inRuntime[uid] {
 			continue
 		}
-		if err := a.rt.RemovePod(ctx, &runtime.PodStatus{UID: uid}); err != nil {
-			klog.ErrorS(err, "Remove directory of a removed pod", "uid", uid)
-		}
+		a.removePodDir(ctx, uid)
+	}
+}
+
+// removePodDir removes what is left on disk of a pod that is gone: the end
+// of its termination, upstream's syncTerminatedPod.
+func (a *Agent) removePodDir(ctx context.Context, uid types.UID) {
+	ctx, span := a.tracer.Start(ctx, "syncTerminatedPod", trace.WithAttributes(semconv.K8SPodUIDKey.String(string(uid))))
+	defer span.End()
+	if err := a.rt.RemovePod(ctx, &runtime.PodStatus{UID: uid}); err != nil {
+		span.RecordError(err)
+		klog.ErrorS(err, "Remove directory of a removed pod", "uid", uid)
 	}
 }

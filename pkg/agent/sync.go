@@ -5,21 +5,32 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/metrics"
 	"github.com/nodelet/nodelet/pkg/pleg"
 	"github.com/nodelet/nodelet/pkg/pod"
-
 	"github.com/nodelet/nodelet/pkg/runtime"
 	"github.com/nodelet/nodelet/pkg/runtime/plan"
 	"github.com/nodelet/nodelet/pkg/status"
+	"github.com/nodelet/nodelet/pkg/tracing"
 	"github.com/nodelet/nodelet/pkg/worker"
 )
 
+// syncSpanName names a sync's span as upstream names the kubelet's: a kill
+// is the pod's termination.
+func syncSpanName(t worker.UpdateType) string {
+	if t == worker.Kill {
+		return "syncTerminatingPod"
+	}
+	return "syncPod"
+}
+
 // syncPod is the worker.SyncFunc: it runs on the pod's own goroutine.
-func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
+func (a *Agent) syncPod(ctx context.Context, w worker.Work) (out worker.Result) {
 	p := w.Pod
 	obs, known := a.observed.get(p.UID)
 	if w.Type == worker.Sync && skipRelisted(w.Relisted, obs, known) {
@@ -42,6 +53,15 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) worker.Result {
 		}
 	}
 	defer metrics.ObservePodWorker(w.Type.String(), time.Now())
+	ctx, span := a.tracer.Start(ctx, syncSpanName(w.Type), trace.WithAttributes(
+		tracing.PodAttributes(p.Namespace, p.Name, string(p.UID), w.Type.String())...))
+	defer func() {
+		if out.Err != nil {
+			span.RecordError(out.Err)
+			span.SetStatus(codes.Error, out.Err.Error())
+		}
+		span.End()
+	}()
 	// First, so a runtime slow under load never delays a deleted mirror's
 	// return; a failing mirror never holds up the pod itself.
 	a.syncMirror(ctx, w)

@@ -66,6 +66,7 @@ var supportedConfigFields = []string{
 	"cgroupRoot",
 	"cgroupDriver",
 	"podPidsLimit",
+	"tracing",
 	// allocatable.go
 	"kubeReserved",
 	"systemReserved",
@@ -159,6 +160,9 @@ func applyConfigFile(o *Options, kc *kubeletconfigv1beta1.KubeletConfiguration) 
 	setString(&o.CgroupRoot, kc.CgroupRoot)
 	setString(&o.CgroupDriver, kc.CgroupDriver)
 	setPtr(&o.PodPidsLimit, kc.PodPidsLimit)
+	if kc.Tracing != nil {
+		o.Tracing = kc.Tracing.DeepCopy()
+	}
 	applyAllocatableConfig(o, kc)
 }
 

@@ -78,6 +78,9 @@ func (o *Options) KubeletConfiguration() *kubeletconfigv1beta1.KubeletConfigurat
 	kc.CgroupDriver = o.CgroupDriver
 	pids := o.PodPidsLimit
 	kc.PodPidsLimit = &pids
+	if o.Tracing != nil {
+		kc.Tracing = o.Tracing.DeepCopy()
+	}
 	o.allocatableConfig(kc)
 	kc.RotateCertificates = o.RotateCertificates
 	kc.ServerTLSBootstrap = o.ServerTLSBootstrap

@@ -1,7 +1,6 @@
 package options
 
 import (
-	"github.com/nodelet/nodelet/pkg/eviction"
 	"net"
 	"strconv"
 	"strings"
@@ -9,6 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
+
+	"github.com/nodelet/nodelet/pkg/eviction"
 )
 
 // CloudProviderExternal is the one --cloud-provider value there is since
@@ -133,6 +135,10 @@ type Options struct {
 	// PodPidsLimit is --pod-max-pids / podPidsLimit: > 0 limits the tasks
 	// of each pod's cgroup; -1 (or 0) does not.
 	PodPidsLimit int64
+	// Tracing is tracing (config file only, as upstream): nil exports no
+	// spans; set, spans of pod syncs and CRI calls go to its OTLP gRPC
+	// endpoint (default localhost:4317), sampled per million as upstream.
+	Tracing *tracingapi.TracingConfiguration
 
 	// Node allocatable (allocatable.go): --kube-reserved, --system-reserved
 	// (resource=quantity: cpu, memory, ephemeral-storage, pid),

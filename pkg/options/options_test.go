@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
+	"k8s.io/utils/ptr"
 )
 
 const header = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n"
@@ -191,6 +193,7 @@ evictionHard: {memory.available: 200Mi}
 enforceNodeAllocatable: [none]
 kubeReservedCgroup: /kube
 systemReservedCgroup: /system
+tracing: {endpoint: "otel.example:4317", samplingRatePerMillion: 1000}
 `
 
 func TestEverySupportedFieldIsApplied(t *testing.T) {
@@ -269,6 +272,7 @@ func TestEverySupportedFieldIsApplied(t *testing.T) {
 		CgroupRoot:                      "/node",
 		CgroupDriver:                    "systemd",
 		PodPidsLimit:                    0, // -1 by default
+		Tracing:                         &tracingapi.TracingConfiguration{Endpoint: ptr.To("otel.example:4317"), SamplingRatePerMillion: ptr.To[int32](1000)},
 		KubeReserved:                    map[string]string{"cpu": "100m", "memory": "1Gi"},
 		SystemReserved:                  map[string]string{"pid": "1000"},
 		EvictionHard:                    map[string]string{"memory.available": "200Mi"},

@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
 
 	"github.com/nodelet/nodelet/pkg/security"
 )
@@ -51,6 +53,9 @@ func (o *Options) Validate() error {
 		if net.ParseIP(addr) == nil {
 			add("--%s (%q) must be an IP address", flag, addr)
 		}
+	}
+	for _, e := range tracingapi.ValidateTracingConfiguration(o.Tracing, nil, field.NewPath("tracing")) {
+		errs = append(errs, e)
 	}
 	ip("address", o.Address)
 	ip("healthz-bind-address", o.HealthzBindAddress)

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	tracingapi "k8s.io/component-base/tracing/api/v1"
+	"k8s.io/utils/ptr"
 )
 
 func validOptions() *Options {
@@ -56,6 +59,10 @@ func TestValidate(t *testing.T) {
 		{"manifest url scheme", func(o *Options) { o.StaticPodURL = "ftp://x/pods" }, []string{`--manifest-url ("ftp://x/pods") must be an http:// or https:// URL`}},
 		{"manifest url unparseable", func(o *Options) { o.StaticPodURL = "http://[::1" }, []string{`--manifest-url ("http://[::1") is not a valid URL`}},
 		{"manifest url ok", func(o *Options) { o.StaticPodURL = "https://example.com/pods.yaml" }, nil},
+		{"tracing sampling rate", func(o *Options) {
+			o.Tracing = &tracingapi.TracingConfiguration{SamplingRatePerMillion: ptr.To[int32](2000000)}
+		}, []string{"tracing.samplingRatePerMillion: Invalid value: 2000000: sampling rate per million must be less than or equal to one million"}},
+		{"tracing endpoint ok", func(o *Options) { o.Tracing = &tracingapi.TracingConfiguration{Endpoint: ptr.To("collector:4317")} }, nil},
 		{"certificates standalone", func(o *Options) {
 			o.BootstrapKubeconfigPath, o.RotateCertificates, o.ServerTLSBootstrap = "/etc/kubernetes/bootstrap-kubelet.conf", true, true
 		}, []string{

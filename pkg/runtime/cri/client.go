@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -26,6 +27,8 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/nodelet/nodelet/pkg/tracing"
 )
 
 // Defaults for Options.
@@ -70,6 +73,8 @@ type Options struct {
 	// does, as upstream (a large image on a slow link may take long; the
 	// pull is cancelled when the pod it is for goes away).
 	PullTimeout time.Duration
+	// Tracing gives every call a span on this provider (nil: no spans).
+	Tracing trace.TracerProvider
 }
 
 // reconnect paces the reconnects to a runtime that went away. gRPC's
@@ -99,7 +104,7 @@ func Dial(ctx context.Context, endpoint string, opts ...Options) (*Client, error
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(target,
+	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(maxMsgSize),
@@ -107,7 +112,11 @@ func Dial(ctx context.Context, endpoint string, opts ...Options) (*Client, error
 		),
 		grpc.WithUnaryInterceptor(traceCalls),
 		grpc.WithConnectParams(reconnect),
-	)
+	}
+	for _, o := range opts {
+		dialOpts = append(dialOpts, tracing.GRPCDialOptions(o.Tracing)...)
+	}
+	conn, err := grpc.NewClient(target, dialOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial runtime %s: %w", endpoint, err)
 	}
