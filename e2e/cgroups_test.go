@@ -6,6 +6,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,6 +229,30 @@ func TestPodCgroups(t *testing.T) {
 		if gone, _ := cgroupGone(dirs[name]); gone {
 			t.Errorf("%s: cgroup removed with another pod", name)
 		}
+	}
+
+	// kubelet_cgroup_manager_duration_seconds counts what was just done,
+	// by upstream's operation types.
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", n.ReadOnlyPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fams, err := parseExposition(string(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	counts := map[string]uint64{}
+	for _, m := range fams["kubelet_cgroup_manager_duration_seconds"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "operation_type" {
+				counts[l.GetValue()] = m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	if counts["create"] < 3 || counts["destroy"] < 1 || counts["update"] < 1 {
+		t.Errorf("kubelet_cgroup_manager_duration_seconds counts %v, want >= 3 create, 1 destroy, 1 update", counts)
 	}
 }
 

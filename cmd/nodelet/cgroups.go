@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/nodelet/nodelet/pkg/cgroups"
+	"github.com/nodelet/nodelet/pkg/metrics"
 	"github.com/nodelet/nodelet/pkg/node"
 	"github.com/nodelet/nodelet/pkg/options"
 	"github.com/nodelet/nodelet/pkg/pleg"
@@ -26,7 +27,10 @@ func podCgroups(ctx context.Context, opts *options.Options) (*cgroups.Manager, e
 		klog.InfoS("Pod cgroups off (--cgroups-per-qos=false): containers get the runtime's default cgroup parent")
 		return nil, nil
 	}
-	m, err := cgroups.New(cgroups.Config{Driver: opts.CgroupDriver, Root: opts.CgroupRoot, PodPidsLimit: opts.PodPidsLimit})
+	m, err := cgroups.New(cgroups.Config{
+		Driver: opts.CgroupDriver, Root: opts.CgroupRoot, PodPidsLimit: opts.PodPidsLimit,
+		Observe: metrics.ObserveCgroupOperation,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("--cgroups-per-qos: %w", err)
 	}

@@ -26,6 +26,16 @@ type Config struct {
 	PodPidsLimit int64
 	// FS is where the cgroup filesystems are mounted; "" is DefaultFS.
 	FS string
+	// Observe, when set, is told how long each cgroup operation took:
+	// op is upstream's operation_type ("create", "update", "destroy").
+	Observe func(op string, began time.Time)
+}
+
+// observe reports an operation that began at began, if anyone listens.
+func (m *Manager) observe(op string, began time.Time) {
+	if m.cfg.Observe != nil {
+		m.cfg.Observe(op, began)
+	}
 }
 
 // Manager makes and removes the node's pod cgroups (see the package doc).
@@ -151,6 +161,7 @@ func (m *Manager) mkdir(rel string) error {
 }
 
 func (m *Manager) setBurstableShares(shares uint64) error {
+	defer m.observe("update", time.Now())
 	if err := writeFiles(m.hiers, CgroupfsPath(QOSName(m.root, v1.PodQOSBurstable)), m.files(Limits{CPUShares: &shares})); err != nil {
 		return err
 	}
@@ -182,15 +193,23 @@ func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
 	rel := CgroupfsPath(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if have, ok := m.pods[pod.UID]; ok && reflect.DeepEqual(have, want) && m.exists(rel) {
+	have, known := m.pods[pod.UID]
+	exists := m.exists(rel)
+	if known && reflect.DeepEqual(have, want) && exists {
 		return m.parent(name), nil
 	}
+	op := "create"
+	if exists {
+		op = "update"
+	}
+	began := time.Now()
 	if err := m.mkdir(rel); err != nil {
 		return "", fmt.Errorf("pod cgroup: %w", err)
 	}
 	if err := writeFiles(m.hiers, rel, m.files(want.limits)); err != nil {
 		return "", fmt.Errorf("pod cgroup limits: %w", err)
 	}
+	m.observe(op, began)
 	m.pods[pod.UID] = want
 	if err := m.updateBurstableLocked(); err != nil {
 		return "", fmt.Errorf("burstable cgroup: %w", err)
@@ -214,6 +233,7 @@ func (m *Manager) RemovePod(uid types.UID) error {
 }
 
 func (m *Manager) removePodLocked(uid types.UID) error {
+	began := time.Now()
 	var errs []error
 	for _, dir := range m.podDirs(uid) {
 		errs = append(errs, removeCgroup(dir))
@@ -221,6 +241,7 @@ func (m *Manager) removePodLocked(uid types.UID) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	m.observe("destroy", began)
 	delete(m.pods, uid)
 	return m.updateBurstableLocked()
 }

@@ -3,8 +3,10 @@ package cgroups
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +40,9 @@ func TestManagerV1(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := newManager(Config{Driver: DriverCgroupfs, PodPidsLimit: 100}, Name{"node"}, ModeV1, hs)
+	var ops []string
+	observe := func(op string, _ time.Time) { ops = append(ops, op) }
+	m, err := newManager(Config{Driver: DriverCgroupfs, PodPidsLimit: 100, Observe: observe}, Name{"node"}, ModeV1, hs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +90,13 @@ func TestManagerV1(t *testing.T) {
 	}
 	if got := m.PodUIDs(); len(got) != 2 || !got["g1"] || !got["b1"] {
 		t.Errorf("PodUIDs = %v", got)
+	}
+	// kubelet_cgroup_manager_duration_seconds' operations, as upstream
+	// counts them: the burstable cgroup's shares are updates. (destroy
+	// needs a real cgroupfs: TestPodCgroups.)
+	want := []string{"update", "create", "create", "update"}
+	if !slices.Equal(ops, want) {
+		t.Errorf("observed operations %q, want %q", ops, want)
 	}
 }
 

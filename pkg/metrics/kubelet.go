@@ -60,6 +60,12 @@ var (
 		Buckets: []float64{1, 5, 10, 20, 30, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600},
 	}, []string{"image_size_in_bytes"})
 
+	cgroupManagerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubelet_cgroup_manager_duration_seconds",
+		Help:    "Duration in seconds for cgroup manager operations. Broken down by method.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"operation_type"})
+
 	restClientLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "rest_client_request_duration_seconds",
 		Help:    "Request latency in seconds. Broken down by verb, and host.",
@@ -75,7 +81,7 @@ func init() {
 	collectors = append(collectors,
 		plegRelistDuration, plegRelistInterval, plegLastSeen,
 		kubeletHTTPTotal, kubeletHTTPDuration, kubeletHTTPInflight,
-		clientCertRenewErrors, serverCertRenewErrors, imagePullDuration,
+		clientCertRenewErrors, serverCertRenewErrors, imagePullDuration, cgroupManagerDuration,
 		restClientLatency, restClientResults)
 	// client-go reports every API request through these hooks; they are
 	// set once per process, before the first client is built.
@@ -197,4 +203,10 @@ type restResult struct{}
 
 func (restResult) Increment(_ context.Context, code, method, host string) {
 	restClientResults.WithLabelValues(code, method, host).Inc()
+}
+
+// ObserveCgroupOperation records one pod or QoS cgroup operation (op:
+// "create", "update", "destroy") that began at began.
+func ObserveCgroupOperation(op string, began time.Time) {
+	cgroupManagerDuration.WithLabelValues(op).Observe(time.Since(began).Seconds())
 }

@@ -76,6 +76,7 @@ func TestMixinSeries(t *testing.T) {
 	StartHTTPRequest("GET", "pods", "readwrite", false).Done()
 	ObserveCertificateRenewError("client")
 	ObserveCertificateRenewError("serving")
+	ObserveCgroupOperation("create", time.Now())
 	restLatency{}.Observe(context.Background(), "GET", url.URL{Host: "api:6443"}, time.Millisecond)
 	restResult{}.Increment(context.Background(), "200", "GET", "api:6443")
 
